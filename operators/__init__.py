@@ -1,0 +1,142 @@
+"""The rules of the chunk protocol, one reactive operator each, and the vocabulary they speak.
+
+Every operator is a factory returning ``Callable[[Observable[Batch]], Observable[Batch]]``: compose them with
+``source.pipe(parse_sse(), coalesce_identity(), ...)``. The Observable between operators carries batches (one list
+per network read); state is created per subscription, so a pipeline can be subscribed twice (a retry is a
+re-subscription). Operators never do I/O. ``pipeline.translate`` composes them and hands out single chunks.
+
+parse_sse()
+    Bytes split anywhere to typed wire values; ``[DONE]`` to ``Done``; malformed, in-band errors and a cut stream to
+    ``Halt``::
+
+        bytes: --"data: {c}\\n\\nda"--"ta: [DONE]\\n\\n"--|
+        out:   --[c]-------------------[Done]|
+
+coalesce_identity()
+    Which block each fragment belongs to, and each tool call's identity. ``id``/``name`` are accepted only as
+    non-empty strings and never concatenated::
+
+        in:   --[call0 id=a name=Glob args='']--[call0 id='' name=null args='{}']--|
+        out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']------|
+
+accumulate_arguments()
+    Arguments fragments concatenate per call; ``null`` adds nothing::
+
+        in:   --[frag '{"a"', frag null]--[frag ':1}', Done]--|
+        out:  --[delta '{"a"', delta '']--[delta ':1}', state '{"a":1}', Done]--|
+
+close_on_done()
+    Block-ends, usage and the finish wait for ``Done``; an unidentified call is refused with ``MALFORMED_TOOL_CALL``
+    after the usage, and no block-end is emitted::
+
+        in:   --[start 0, delta]--[usage]--[Done]--|
+        out:  --[start 0, delta]--[]-------[end 0, usage, pending finish]|
+        in:   --[start 0 tool-call, delta id='' name=None]--[usage]--[Done]--|
+        out:  --[start 0 tool-call, delta]-------------------[]------[usage, finish error MALFORMED_TOOL_CALL]|
+
+classify_finish()
+    The wire ``finish_reason`` to a FinishReason; a stop without any block is ``EMPTY_RESPONSE``::
+
+        in:   --[usage, pending 'stop']--|     (no block opened)
+        out:  --[usage, finish error EMPTY_RESPONSE]|
+
+retry_when_retryable(policy)
+    Re-subscribes after a retryable error finish, passing the attempt's usage on and emitting ``retry`` instead of
+    the finish::
+
+        attempt 1: --[usage, finish error MALFORMED_TOOL_CALL]|
+        attempt 2:                                  --[start, delta, end, usage, finish stop]|
+        out:       --[usage, retry 1]----(delay)----[start, delta, end, usage, finish stop]|
+"""
+
+from ._accumulate_arguments import accumulate_arguments
+from ._chunks import (
+    Anomaly,
+    BlockEnd,
+    BlockStart,
+    BlockType,
+    Chunk,
+    Failure,
+    Finish,
+    FinishKind,
+    FinishReason,
+    ReasoningBlock,
+    ReasoningDelta,
+    Retry,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    Usage,
+    UsageChunk,
+    chunk_from_json,
+)
+from ._classify_finish import EMPTY_RESPONSE_MESSAGE, classify_finish, map_finish_reason
+from ._close_on_done import close_on_done
+from ._coalesce_identity import coalesce_identity
+from ._codes import CODES, DEFAULT_RETRYABLE_CODES, CodeInfo
+from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
+from ._parse_sse import parse_sse
+from ._retry_policy import RetryPolicy, RetryPolicyError
+from ._signals import Done, FinishSeen, Halt, PendingFinish, RefusalSeen, ToolCallState, ToolFragment, UsageSeen
+from ._stage import Batch, Operator, Stage, stage_operator
+from ._usage import map_usage
+from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, WireUsage, decode_chunk
+
+__all__ = [
+    "CODES",
+    "DEFAULT_RETRYABLE_CODES",
+    "EMPTY_RESPONSE_MESSAGE",
+    "Anomaly",
+    "Batch",
+    "BlockEnd",
+    "BlockStart",
+    "BlockType",
+    "Chunk",
+    "CodeInfo",
+    "Done",
+    "Failure",
+    "Finish",
+    "FinishKind",
+    "FinishReason",
+    "FinishSeen",
+    "Halt",
+    "Operator",
+    "PendingFinish",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "RefusalSeen",
+    "Retry",
+    "RetryPolicy",
+    "RetryPolicyError",
+    "Stage",
+    "TextBlock",
+    "TextDelta",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "ToolCallState",
+    "ToolFragment",
+    "Usage",
+    "UsageChunk",
+    "UsageSeen",
+    "WireChoice",
+    "WireChunk",
+    "WireDelta",
+    "WireFunction",
+    "WireToolCall",
+    "WireUsage",
+    "accumulate_arguments",
+    "chunk_from_json",
+    "classify_finish",
+    "classify_http_error",
+    "classify_inband_error",
+    "close_on_done",
+    "coalesce_identity",
+    "decode_chunk",
+    "map_finish_reason",
+    "map_usage",
+    "parse_retry_after",
+    "parse_sse",
+    "request_id_from",
+    "stage_operator",
+]

@@ -1,0 +1,377 @@
+"""The chunk protocol: the public output of the pipeline.
+
+Every chunk is a frozen attrs class with slots and a ``to_json()`` whose first key is ``type``:
+
+    block-start      {"type", "index", "block_type"}                  a block opens (indices 0, 1, 2, ... shared)
+    text-delta       {"type", "index", "text"}                        visible text
+    reasoning-delta  {"type", "index", "text"}                        chain of thought
+    tool-call-delta  {"type", "index", "id", ["name",] "arguments_delta"}  id is "" until known, name once known
+    block-end        {"type", "index", "block"}                       the finished block (held until [DONE])
+    usage            {"type", "usage"}                                token accounting (before the finish)
+    finish           {"type", "reason"}                               exactly one, always last
+    anomaly          {"type", "kind", "index", "detail"}              what a gateway did wrong (opt-in)
+    retry            {"type", "attempt", "max_retries", "delay_ms", "failure"}  an attempt failed and is retried
+
+``chunk_from_json`` reads any of them back (the session log stores failed attempts as chunk records).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+__all__ = [
+    "Anomaly",
+    "BlockEnd",
+    "BlockStart",
+    "BlockType",
+    "Chunk",
+    "Failure",
+    "Finish",
+    "FinishKind",
+    "FinishReason",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "Retry",
+    "TextBlock",
+    "TextDelta",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "Usage",
+    "UsageChunk",
+    "chunk_from_json",
+]
+
+BlockType: TypeAlias = Literal["text", "reasoning", "tool-call"]
+FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
+
+Json: TypeAlias = dict[str, Any]
+
+
+def _non_empty_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be a non-empty string, got {value!r}: "
+            "a tool call is never assembled without its identity"
+        )
+
+
+@attrs.frozen
+class Failure:
+    """Why a response failed: a stable routing ``code`` plus what is known about it."""
+
+    code: str = attrs.field(validator=_non_empty_str)
+    message: str
+    status: int | None = None
+    retry_after_ms: float | None = None
+    request_id: str | None = None
+
+    def to_json(self) -> Json:
+        out: Json = {"code": self.code, "message": self.message}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.retry_after_ms is not None:
+            out["retry_after_ms"] = self.retry_after_ms
+        if self.request_id is not None:
+            out["request_id"] = self.request_id
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Failure:
+        return cls(
+            code=data["code"],
+            message=data["message"],
+            status=data.get("status"),
+            retry_after_ms=data.get("retry_after_ms"),
+            request_id=data.get("request_id"),
+        )
+
+
+def _failure_matches_kind(instance: FinishReason, attribute: attrs.Attribute[Any], value: object) -> None:
+    needs = instance.kind in ("error", "aborted")
+    if needs and value is None:
+        raise ValueError(f"a {instance.kind!r} finish must carry a failure")
+    if not needs and value is not None:
+        raise ValueError(f"a {instance.kind!r} finish carries no failure")
+
+
+@attrs.frozen
+class FinishReason:
+    """``stop``, ``tool-calls``, ``max-tokens``, or ``error`` / ``aborted`` with a failure."""
+
+    kind: FinishKind
+    failure: Failure | None = attrs.field(default=None, validator=_failure_matches_kind)
+
+    @property
+    def code(self) -> str | None:
+        return self.failure.code if self.failure is not None else None
+
+    def to_json(self) -> Json:
+        out: Json = {"kind": self.kind}
+        if self.failure is not None:
+            out["failure"] = self.failure.to_json()
+        return out
+
+    @classmethod
+    def error(cls, code: str, message: str, **facts: Any) -> FinishReason:
+        return cls("error", Failure(code, message, **facts))
+
+
+@attrs.frozen
+class Usage:
+    """Token accounting with disjoint counts: billed input is input + cache_read + cache_write."""
+
+    input_tokens: int | float
+    output_tokens: int | float
+    total_tokens: int | None = None
+    cache_read_tokens: int | float | None = None
+    cache_write_tokens: int | float | None = None
+    reasoning_tokens: int | float | None = None
+
+    def to_json(self) -> Json:
+        out: Json = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        for key in ("total_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: int | float | None, b: int | float | None) -> Any:
+            if a is None and b is None:
+                return None
+            return (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=add(self.total_tokens, other.total_tokens)
+            if self.total_tokens is not None and other.total_tokens is not None
+            else None,
+            cache_read_tokens=add(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=add(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(
+            input_tokens=data["input_tokens"],
+            output_tokens=data["output_tokens"],
+            total_tokens=data.get("total_tokens"),
+            cache_read_tokens=data.get("cache_read_tokens"),
+            cache_write_tokens=data.get("cache_write_tokens"),
+            reasoning_tokens=data.get("reasoning_tokens"),
+        )
+
+
+# -- the finished blocks -----------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class TextBlock:
+    text: str
+    type: ClassVar[Literal["text"]] = "text"
+
+    def to_json(self) -> Json:
+        return {"type": "text", "text": self.text}
+
+
+@attrs.frozen
+class ReasoningBlock:
+    text: str
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
+
+    def to_json(self) -> Json:
+        return {"type": "reasoning", "text": self.text}
+
+
+@attrs.frozen
+class ToolCallBlock:
+    """A finished tool call. It cannot be constructed with an empty id or name."""
+
+    id: str = attrs.field(validator=_non_empty_str)
+    name: str = attrs.field(validator=_non_empty_str)
+    arguments: str
+    type: ClassVar[Literal["tool-call"]] = "tool-call"
+
+    def to_json(self) -> Json:
+        return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock
+
+
+def _block_from_json(data: Mapping[str, Any]) -> Block:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(data["text"])
+    if kind == "reasoning":
+        return ReasoningBlock(data["text"])
+    if kind == "tool-call":
+        return ToolCallBlock(data["id"], data["name"], data["arguments"])
+    raise ValueError(f"unknown block type {kind!r}")
+
+
+# -- the chunks ---------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class BlockStart:
+    index: int
+    block_type: BlockType
+    type: ClassVar[str] = "block-start"
+
+    def to_json(self) -> Json:
+        return {"type": "block-start", "index": self.index, "block_type": self.block_type}
+
+
+@attrs.frozen
+class TextDelta:
+    index: int
+    text: str
+    type: ClassVar[str] = "text-delta"
+
+    def to_json(self) -> Json:
+        return {"type": "text-delta", "index": self.index, "text": self.text}
+
+
+@attrs.frozen
+class ReasoningDelta:
+    index: int
+    text: str
+    type: ClassVar[str] = "reasoning-delta"
+
+    def to_json(self) -> Json:
+        return {"type": "reasoning-delta", "index": self.index, "text": self.text}
+
+
+@attrs.frozen
+class ToolCallDelta:
+    """One fragment of a tool call: ``id`` is ``""`` until known, ``name`` is None until known."""
+
+    index: int
+    id: str
+    name: str | None
+    arguments_delta: str
+    type: ClassVar[str] = "tool-call-delta"
+
+    def to_json(self) -> Json:
+        out: Json = {"type": "tool-call-delta", "index": self.index, "id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        out["arguments_delta"] = self.arguments_delta
+        return out
+
+
+@attrs.frozen
+class BlockEnd:
+    index: int
+    block: Block
+    type: ClassVar[str] = "block-end"
+
+    def to_json(self) -> Json:
+        return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
+
+
+@attrs.frozen
+class UsageChunk:
+    usage: Usage
+    type: ClassVar[str] = "usage"
+
+    def to_json(self) -> Json:
+        return {"type": "usage", "usage": self.usage.to_json()}
+
+
+@attrs.frozen
+class Finish:
+    reason: FinishReason
+    type: ClassVar[str] = "finish"
+
+    def to_json(self) -> Json:
+        return {"type": "finish", "reason": self.reason.to_json()}
+
+
+@attrs.frozen
+class Anomaly:
+    """What a gateway did wrong, and what was done about it. Emitted only when asked for."""
+
+    kind: str
+    index: int | None
+    detail: str
+    type: ClassVar[str] = "anomaly"
+
+    def to_json(self) -> Json:
+        return {"type": "anomaly", "kind": self.kind, "index": self.index, "detail": self.detail}
+
+
+@attrs.frozen
+class Retry:
+    """An attempt ended in a retryable failure; the request is sent again after ``delay_ms``."""
+
+    attempt: int
+    max_retries: int | None
+    delay_ms: float
+    failure: Failure
+    type: ClassVar[str] = "retry"
+
+    def to_json(self) -> Json:
+        return {
+            "type": "retry",
+            "attempt": self.attempt,
+            "max_retries": self.max_retries,
+            "delay_ms": self.delay_ms,
+            "failure": self.failure.to_json(),
+        }
+
+
+Chunk: TypeAlias = (
+    BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish | Anomaly | Retry
+)
+CHUNK_TYPES: tuple[type, ...] = (
+    BlockStart,
+    TextDelta,
+    ReasoningDelta,
+    ToolCallDelta,
+    BlockEnd,
+    UsageChunk,
+    Finish,
+    Anomaly,
+    Retry,
+)
+
+
+def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
+    """Reads back what ``to_json()`` wrote. Raises ``ValueError`` for anything else."""
+    try:
+        kind = data["type"]
+        if kind == "block-start":
+            return BlockStart(data["index"], data["block_type"])
+        if kind == "text-delta":
+            return TextDelta(data["index"], data["text"])
+        if kind == "reasoning-delta":
+            return ReasoningDelta(data["index"], data["text"])
+        if kind == "tool-call-delta":
+            return ToolCallDelta(data["index"], data["id"], data.get("name"), data["arguments_delta"])
+        if kind == "block-end":
+            return BlockEnd(data["index"], _block_from_json(data["block"]))
+        if kind == "usage":
+            return UsageChunk(Usage.from_json(data["usage"]))
+        if kind == "finish":
+            reason = data["reason"]
+            failure = reason.get("failure")
+            return Finish(FinishReason(reason["kind"], Failure.from_json(failure) if failure else None))
+        if kind == "anomaly":
+            return Anomaly(data["kind"], data.get("index"), data["detail"])
+        if kind == "retry":
+            return Retry(data["attempt"], data.get("max_retries"), data["delay_ms"], Failure.from_json(data["failure"]))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a chunk: {dict(data)!r} ({exc})") from exc
+    raise ValueError(f"unknown chunk type {kind!r}")
+
+
+def is_finite_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,91 @@
+"""``classify_finish``: the wire ``finish_reason`` to a FinishReason, and the EMPTY_RESPONSE refusal.
+
+Rule (docs/decisions/0005-classify-finish.md), reference 4.1 and D3:
+
+    stop (or none at all)  -> stop, unless no block was ever opened: then error EMPTY_RESPONSE
+    tool_calls             -> tool-calls      (function_call, the legacy name, too)
+    length                 -> max-tokens
+    content_filter         -> error CONTENT_FILTER  "model stopped: content_filter"
+    anything else X        -> error X upper-cased    "model stopped: X"
+
+A reasoning block is content (a reasoning-only answer stays ``stop``), but an empty first ``reasoning_content: ""``
+opened no block (``coalesce_identity``), so it does not save a stream from EMPTY_RESPONSE. Non-stop finishes are never
+rewritten, even with zero blocks. A stream whose model answered in ``delta.refusal`` ends with error ``REFUSAL``
+carrying the refusal text. The usage was already emitted before the finish, so the refusal comes after the attempt's
+billed usage.
+
+Marble (``P(x)`` PendingFinish with wire reason x)::
+
+    in:   --[start 0 text, delta]--[end 0, P('stop')]--|
+    out:  --[start 0 text, delta]--[end 0, finish stop]--|
+    in:   --[usage, P('stop')]--|                (no block was opened)
+    out:  --[usage, finish error EMPTY_RESPONSE]--|
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._chunks import BlockStart, Finish, FinishReason
+from ._codes import CONTENT_FILTER, EMPTY_RESPONSE, REFUSAL
+from ._signals import PendingFinish, RefusalSeen
+from ._stage import Operator, PassThroughEnd, stage_operator
+
+__all__ = ["EMPTY_RESPONSE_MESSAGE", "classify_finish", "map_finish_reason"]
+
+EMPTY_RESPONSE_MESSAGE = "model returned a completed response with no content"
+
+_SIMPLE = {
+    "stop": FinishReason("stop"),
+    "tool_calls": FinishReason("tool-calls"),
+    "function_call": FinishReason("tool-calls"),
+    "length": FinishReason("max-tokens"),
+}
+
+
+def map_finish_reason(wire: str | None) -> FinishReason:
+    """reference 4.1: ``None`` (no finish_reason ever arrived) means stop."""
+    if wire is None:
+        return _SIMPLE["stop"]
+    simple = _SIMPLE.get(wire)
+    if simple is not None:
+        return simple
+    if wire == "content_filter":
+        return FinishReason.error(CONTENT_FILTER, "model stopped: content_filter")
+    code = re.sub(r"[^A-Z0-9]+", "_", wire.upper()).strip("_") or "UNKNOWN_FINISH_REASON"
+    return FinishReason.error(code, f"model stopped: {wire}")
+
+
+class _ClassifyFinish(PassThroughEnd):
+    def __init__(self) -> None:
+        self.finished = False
+        self.opened = False
+        self.refusal: list[str] = []
+
+    def on_batch(self, batch: Any) -> list[Any]:
+        out: list[Any] = []
+        for item in batch:
+            kind = type(item)
+            if kind is PendingFinish:
+                out.append(Finish(self._classify(item.wire_reason)))
+            elif kind is RefusalSeen:
+                self.refusal.append(item.text)
+            else:
+                if kind is BlockStart:
+                    self.opened = True
+                out.append(item)
+        return out
+
+    def _classify(self, wire: str | None) -> FinishReason:
+        if self.refusal:
+            return FinishReason.error(REFUSAL, "".join(self.refusal))
+        reason = map_finish_reason(wire)
+        if reason.kind == "stop" and not self.opened:
+            return FinishReason.error(EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
+        return reason
+
+
+def classify_finish() -> Operator:
+    """Pending finishes to classified ``finish`` chunks (see the module docstring)."""
+    return stage_operator(_ClassifyFinish)

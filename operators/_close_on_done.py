@@ -1,0 +1,130 @@
+"""``close_on_done``: nothing is closed before ``[DONE]``; then blocks close, usage is reported, the finish follows.
+
+Rule (docs/decisions/0004-close-on-done.md):
+
+- Block-ends, usage and the finish are held until ``Done``. Then: one ``block-end`` per block in opening order, the
+  last usage seen (if any), then the finish (``PendingFinish`` with the last wire ``finish_reason``, for
+  ``classify_finish``). Nothing after ``Done`` is read.
+- If any tool call still lacks an ``id`` or a ``name`` at ``Done``, no block-end at all is emitted: the pending usage
+  is reported, then an error finish ``MALFORMED_TOOL_CALL`` naming the wire index and the missing field(s). This
+  deliberately changes the anchor's TC-24, which closed such a call with ``id: ""``: no path may ever assemble an
+  unidentified tool call (and ``ToolCallBlock`` refuses to be built without one).
+- ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. An unexpected exception from
+  upstream does the same with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
+
+Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
+
+    in:   --[s0, d0]--[u]--[D]------------------|
+    out:  --[s0, d0]--[]---[end0, usage, pending-finish]|
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._chunks import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    Usage,
+    UsageChunk,
+)
+from ._codes import MALFORMED_TOOL_CALL, STREAM_CLOSED, UNKNOWN
+from ._signals import Done, FinishSeen, Halt, PendingFinish, ToolCallState, UsageSeen
+from ._stage import Operator, stage_operator
+
+__all__ = ["close_on_done", "describe_missing_identity"]
+
+
+def describe_missing_identity(calls: list[ToolCallState]) -> str:
+    """``tool call at wire index 0 (block 1) has no id`` ... joined by ``; ``."""
+    parts = []
+    for call in calls:
+        where = f"wire index {call.wire_index}" if call.wire_index is not None else "no wire index"
+        missing = " and no ".join(call.missing)
+        parts.append(f"tool call at {where} (block {call.index}) has no {missing}")
+    return "; ".join(parts) + ": refused rather than assembled without its identity"
+
+
+class _CloseOnDone:
+    def __init__(self) -> None:
+        self.finished = False
+        self.blocks: list[BlockStart] = []
+        self.texts: dict[int, list[str]] = {}
+        self.calls: dict[int, ToolCallState] = {}
+        self.usage: Usage | None = None
+        self.reason: str | None = None
+
+    def on_batch(self, batch: Any) -> list[Any]:
+        out: list[Any] = []
+        for item in batch:
+            kind = type(item)
+            if kind is TextDelta or kind is ReasoningDelta:
+                self.texts[item.index].append(item.text)
+                out.append(item)
+            elif kind is BlockStart:
+                self.blocks.append(item)
+                self.texts[item.index] = []
+                out.append(item)
+            elif kind is ToolCallState:
+                self.calls[item.index] = item
+            elif kind is UsageSeen:
+                self.usage = item.usage
+            elif kind is FinishSeen:
+                self.reason = item.reason
+            elif kind is Done:
+                self._close(out)
+                break
+            elif kind is Halt:
+                self._fail(out, FinishReason("error", item.failure))
+                break
+            else:
+                out.append(item)
+        return out
+
+    def _close(self, out: list[Any]) -> None:
+        self.finished = True
+        unidentified = [call for call in self.calls.values() if call.missing]
+        if unidentified:
+            self._fail(out, FinishReason.error(MALFORMED_TOOL_CALL, describe_missing_identity(unidentified)))
+            return
+        for start in self.blocks:
+            index = start.index
+            if start.block_type == "tool-call":
+                call = self.calls[index]
+                # ToolCallBlock validates the identity again: an empty id or name can never be assembled.
+                out.append(BlockEnd(index, ToolCallBlock(call.id or "", call.name or "", call.arguments)))
+            elif start.block_type == "text":
+                out.append(BlockEnd(index, TextBlock("".join(self.texts[index]))))
+            else:
+                out.append(BlockEnd(index, ReasoningBlock("".join(self.texts[index]))))
+        if self.usage is not None:
+            out.append(UsageChunk(self.usage))
+        out.append(PendingFinish(self.reason))
+
+    def _fail(self, out: list[Any], reason: FinishReason) -> None:
+        self.finished = True
+        if self.usage is not None:
+            out.append(UsageChunk(self.usage))
+        out.append(Finish(reason))
+
+    def on_end(self) -> list[Any]:
+        out: list[Any] = []
+        self._fail(out, FinishReason.error(STREAM_CLOSED, "SSE payload stream ended without [DONE]"))
+        return out
+
+    def on_failure(self, error: Exception) -> list[Any] | None:
+        out: list[Any] = []
+        self._fail(out, FinishReason.error(UNKNOWN, f"{type(error).__name__}: {error}"))
+        return out
+
+
+def close_on_done() -> Operator:
+    """Holds block-ends, usage and the finish until ``Done``; refuses unidentified tool calls."""
+    return stage_operator(_CloseOnDone)

@@ -1,0 +1,245 @@
+"""``coalesce_identity``: which block each fragment belongs to, and who each tool call is.
+
+Rule (docs/decisions/0002-coalesce-identity.md):
+
+- A tool call's ``id`` and ``function.name`` are identity, not accumulation. Only a non-empty string is accepted;
+  absent, ``null``, ``""`` and non-strings leave the established value (reported as ``empty-identity`` /
+  ``non-string-identity``). Identity is never concatenated. A different non-empty name for an established call keeps
+  the first (``conflicting-identity``): a call keeps the identity its first delta established.
+- Calls are correlated by wire ``index``, except that a non-empty id different from the one established at that index
+  starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A delta without ``index`` joins
+  the call its non-empty id names, else the most recent call (``missing-index``). A sparse first index is fine.
+- Blocks get indices 0, 1, 2, ... in order of first appearance, one counter shared by text, reasoning and tool calls.
+- Reasoning (reference T3/T4): ``reasoning_content`` when present and not null, else the vLLM alias ``reasoning``,
+  else (only when neither field is present) OpenRouter's ``reasoning_details[].text``; only a non-empty string opens
+  or extends the single reasoning block, so DeepSeek's first ``reasoning_content: ""`` opens nothing. Content given as
+  a list of typed parts (Mistral) contributes its ``text`` parts as text and its ``thinking`` parts as reasoning.
+- Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
+  no top-level usage). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
+
+Marble (``c1`` opens call a/Glob, ``c2`` repeats the name as ``""``)::
+
+    in:   --[c1]------------------------[c2]--------------------------|
+    out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']--|
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
+from ._signals import FinishSeen, RefusalSeen, ToolFragment, UsageSeen
+from ._stage import Operator, PassThroughEnd, stage_operator
+from ._usage import map_usage
+from ._wire import UNSET, WireChunk, WireDelta, WireToolCall
+
+__all__ = ["coalesce_identity"]
+
+
+class _Call:
+    __slots__ = ("id", "index", "name", "reported", "wire_index")
+
+    def __init__(self, index: int, wire_index: int | None) -> None:
+        self.index = index
+        self.wire_index = wire_index
+        self.id: str | None = None
+        self.name: str | None = None
+        self.reported: set[str] = set()
+
+
+def _describe(value: Any) -> str:
+    return "absent" if value is UNSET else repr(value)[:40]
+
+
+def _details_text(details: list[Any]) -> str:
+    parts = []
+    for item in details:
+        if isinstance(item, dict):
+            text = item.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "".join(parts)
+
+
+def _content_parts(parts: list[Any]) -> tuple[str, str]:
+    """Mistral's list-valued content: (text, reasoning)."""
+    text: list[str] = []
+    thinking: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif kind == "thinking":
+            inner = part.get("thinking")
+            if isinstance(inner, str):
+                thinking.append(inner)
+            elif isinstance(inner, list):
+                thinking.append(_details_text(inner))
+    return "".join(text), "".join(thinking)
+
+
+class _CoalesceIdentity(PassThroughEnd):
+    def __init__(self) -> None:
+        self.finished = False
+        self.next_index = 0
+        self.text_index: int | None = None
+        self.reasoning_index: int | None = None
+        self.by_wire_index: dict[int, _Call] = {}
+        self.by_id: dict[str, _Call] = {}
+        self.last_call: _Call | None = None
+        self.reported: set[str] = set()
+
+    def on_batch(self, batch: Any) -> list[Any]:
+        out: list[Any] = []
+        for item in batch:
+            if type(item) is WireChunk:
+                self._chunk(item, out)
+            else:
+                out.append(item)
+        return out
+
+    # -- one wire chunk -------------------------------------------------------------------------------------------
+
+    def _chunk(self, chunk: WireChunk, out: list[Any]) -> None:
+        if chunk.choices:
+            for choice in chunk.choices:
+                if choice.index != 0:
+                    self._report_once(f"choice-{choice.index}", out, "extra-choice", None,
+                                      f"choice {choice.index} ignored: only choice 0 is the message (n > 1)")
+                    continue
+                if choice.delta is not None:
+                    self._delta(choice.delta, out)
+                if choice.finish_reason is not None:
+                    out.append(FinishSeen(choice.finish_reason))
+        usage = chunk.usage
+        if usage is None and chunk.x_groq is not None:
+            usage = chunk.x_groq.usage
+        if usage is not None:
+            out.append(UsageSeen(map_usage(usage)))
+
+    def _delta(self, delta: WireDelta, out: list[Any]) -> None:
+        content = delta.content
+        text = content if type(content) is str else None
+        reasoning: str | None = None
+        rc = delta.reasoning_content
+        if isinstance(rc, str):
+            reasoning = rc
+        else:
+            alias = delta.reasoning
+            if isinstance(alias, str):
+                reasoning = alias
+            elif rc is UNSET and alias is UNSET and delta.reasoning_details:
+                reasoning = _details_text(delta.reasoning_details)
+        if type(content) is list:
+            text, thinking = _content_parts(content)
+            reasoning = (reasoning or "") + thinking
+        if reasoning:
+            if self.reasoning_index is None:
+                self.reasoning_index = self._open("reasoning", out)
+            out.append(ReasoningDelta(self.reasoning_index, reasoning))
+        if text:
+            if self.text_index is None:
+                self.text_index = self._open("text", out)
+            out.append(TextDelta(self.text_index, text))
+        if delta.refusal:
+            out.append(RefusalSeen(delta.refusal))
+        if delta.tool_calls:
+            for wire in delta.tool_calls:
+                self._tool_call(wire, out)
+
+    def _open(self, block_type: Any, out: list[Any]) -> int:
+        index = self.next_index
+        self.next_index += 1
+        out.append(BlockStart(index, block_type))
+        return index
+
+    # -- tool calls -----------------------------------------------------------------------------------------------
+
+    def _tool_call(self, wire: WireToolCall, out: list[Any]) -> None:
+        wire_id = wire.id
+        new_id = wire_id if type(wire_id) is str and wire_id else None
+        function = wire.function
+        wire_name = function.name if function is not None else UNSET
+        call = self._correlate(wire.index, new_id, out)
+
+        if new_id is not None:
+            if call.id is None:
+                call.id = new_id
+                self.by_id[new_id] = call
+        else:
+            self._ignore_identity(call, "id", wire_id, out)
+
+        if type(wire_name) is str and wire_name:
+            if call.name is None:
+                call.name = wire_name
+            elif call.name != wire_name:
+                self._report_call(call, "conflicting-name", out, "conflicting-identity",
+                                  f"name {wire_name!r} ignored: the call is already named {call.name!r}")
+        else:
+            self._ignore_identity(call, "name", wire_name, out)
+
+        arguments = function.arguments if function is not None else UNSET
+        out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments))
+
+    def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Any]) -> _Call:
+        if wire_index is not None:
+            call = self.by_wire_index.get(wire_index)
+            if call is None:
+                call = self.by_id.get(new_id) if new_id is not None else None
+                if call is None:
+                    call = self._new_call(wire_index, out)
+                self.by_wire_index[wire_index] = call
+            elif new_id is not None and call.id is not None and call.id != new_id:
+                known = self.by_id.get(new_id)
+                if known is not None:
+                    call = known
+                else:
+                    call = self._new_call(wire_index, out)
+                    out.append(Anomaly("reused-index", call.index,
+                                       f"wire index {wire_index} reused by a new id {new_id!r}: a new call"))
+                self.by_wire_index[wire_index] = call
+        else:
+            self._report_once("missing-index", out, "missing-index", None,
+                              "tool-call delta without an index: correlated by id, else to the latest call")
+            call = self.by_id.get(new_id) if new_id is not None else None
+            if call is None:
+                last = self.last_call
+                joins_last = last is not None and (new_id is None or last.id is None)
+                call = last if last is not None and joins_last else self._new_call(None, out)
+        self.last_call = call
+        return call
+
+    def _new_call(self, wire_index: int | None, out: list[Any]) -> _Call:
+        return _Call(self._open("tool-call", out), wire_index)
+
+    def _ignore_identity(self, call: _Call, field: str, value: Any, out: list[Any]) -> None:
+        if value is UNSET:
+            return
+        if value is None or (type(value) is str and not value):
+            self._report_call(call, f"empty-{field}", out, "empty-identity",
+                              f"{field} {_describe(value)} ignored" + self._kept(call, field))
+            return
+        self._report_call(call, f"non-string-{field}", out, "non-string-identity",
+                          f"{field} {_describe(value)} is not a string; ignored" + self._kept(call, field))
+
+    @staticmethod
+    def _kept(call: _Call, field: str) -> str:
+        value = call.id if field == "id" else call.name
+        return f", keeping {value!r}" if value is not None else ", still unknown"
+
+    def _report_call(self, call: _Call, key: str, out: list[Any], kind: str, detail: str) -> None:
+        if key not in call.reported:
+            call.reported.add(key)
+            out.append(Anomaly(kind, call.index, detail))
+
+    def _report_once(self, key: str, out: list[Any], kind: str, index: int | None, detail: str) -> None:
+        if key not in self.reported:
+            self.reported.add(key)
+            out.append(Anomaly(kind, index, detail))
+
+
+def coalesce_identity() -> Operator:
+    """Wire chunks to block-level events with settled identity (see the module docstring)."""
+    return stage_operator(_CoalesceIdentity)

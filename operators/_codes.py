@@ -1,0 +1,124 @@
+"""The finish codes: every code a failure can carry, whether it is retried by default, and what produces it.
+
+Retry decisions look at ``Failure.code`` only. The table below is the single source of truth: ``docs/protocol.md``
+is generated from ``CODES`` and a test fails when the two drift apart.
+
+    Finish codes
+    ├── retryable by default (RetryPolicy.retryable_codes)
+    │   ├── EMPTY_RESPONSE ........ a stop with no block opened; a 2xx with no body
+    │   ├── MALFORMED_TOOL_CALL ... a tool call still lacking an id or a name at [DONE]
+    │   ├── RATE_LIMIT ............ HTTP 429 (or an in-band rate_limit_error)
+    │   ├── SERVER ................ HTTP >= 500; an in-band error without a status
+    │   ├── TIMEOUT ............... no byte and no comment for the idle timeout
+    │   ├── TRANSPORT ............. the connection failed or broke
+    │   └── STREAM_CLOSED ......... the bytes ended before [DONE] (and before any finish_reason)
+    └── not retryable by default
+        ├── AUTH .................. HTTP 401 / 403
+        ├── QUOTA ................. quota or balance wording; HTTP 402 in-band
+        ├── INVALID_REQUEST ....... HTTP 400 / 413
+        ├── CONTEXT_WINDOW_EXCEEDED HTTP 400 with context-overflow wording
+        ├── HTTP_<status> ......... any other non-2xx status
+        ├── MALFORMED_RESPONSE .... a payload that is not JSON or has the wrong shape; a non-SSE 2xx body
+        ├── CONTENT_FILTER ........ finish_reason "content_filter"
+        ├── REFUSAL ............... the model answered with delta.refusal instead of content
+        ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
+        ├── ABORTED ............... the caller cancelled (an "aborted" finish, never retried)
+        └── UNKNOWN ............... an unexpected exception inside the pipeline
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+__all__ = [
+    "ABORTED",
+    "AUTH",
+    "CODES",
+    "CONTENT_FILTER",
+    "CONTEXT_WINDOW_EXCEEDED",
+    "DEFAULT_RETRYABLE_CODES",
+    "EMPTY_RESPONSE",
+    "INVALID_REQUEST",
+    "MALFORMED_RESPONSE",
+    "MALFORMED_TOOL_CALL",
+    "QUOTA",
+    "RATE_LIMIT",
+    "REFUSAL",
+    "SERVER",
+    "STREAM_CLOSED",
+    "TIMEOUT",
+    "TRANSPORT",
+    "UNKNOWN",
+    "CodeInfo",
+    "http_status_code",
+]
+
+EMPTY_RESPONSE = "EMPTY_RESPONSE"
+MALFORMED_TOOL_CALL = "MALFORMED_TOOL_CALL"
+RATE_LIMIT = "RATE_LIMIT"
+SERVER = "SERVER"
+TIMEOUT = "TIMEOUT"
+TRANSPORT = "TRANSPORT"
+STREAM_CLOSED = "STREAM_CLOSED"
+AUTH = "AUTH"
+QUOTA = "QUOTA"
+INVALID_REQUEST = "INVALID_REQUEST"
+CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+CONTENT_FILTER = "CONTENT_FILTER"
+REFUSAL = "REFUSAL"
+ABORTED = "ABORTED"
+UNKNOWN = "UNKNOWN"
+
+
+@attrs.frozen
+class CodeInfo:
+    """One row of the code table."""
+
+    code: str
+    retryable: bool
+    produced_by: str
+
+
+_ROWS = (
+    CodeInfo(
+        EMPTY_RESPONSE,
+        True,
+        "a stop finish with no block opened (reasoning counts as content); a 2xx response with no body",
+    ),
+    CodeInfo(MALFORMED_TOOL_CALL, True, "a tool call still lacking an id or a name at [DONE] (close_on_done)"),
+    CodeInfo(RATE_LIMIT, True, "HTTP 429; an in-band error of type rate_limit_error"),
+    CodeInfo(SERVER, True, "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error"),
+    CodeInfo(TIMEOUT, True, "no byte and no comment for the idle timeout (default 300 s)"),
+    CodeInfo(TRANSPORT, True, "the connection could not be made or broke mid-stream"),
+    CodeInfo(STREAM_CLOSED, True, "the bytes ended before [DONE] and before any finish_reason (parse_sse)"),
+    CodeInfo(AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),
+    CodeInfo(QUOTA, False, "quota, balance or credit wording in the error; HTTP 402 in-band"),
+    CodeInfo(INVALID_REQUEST, False, "HTTP 400 (no context-overflow wording) or 413; in-band invalid_request_error"),
+    CodeInfo(CONTEXT_WINDOW_EXCEEDED, False, "HTTP 400 or an in-band error with context-overflow wording"),
+    CodeInfo("HTTP_<status>", False, "any other non-2xx HTTP status, for example HTTP_404"),
+    CodeInfo(
+        MALFORMED_RESPONSE,
+        False,
+        "a payload that is not JSON or has the wrong shape (parse_sse); a 2xx body that is not SSE",
+    ),
+    CodeInfo(CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
+    CodeInfo(REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),
+    CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
+    CodeInfo(ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),
+    CodeInfo(UNKNOWN, False, "an unexpected exception inside the pipeline, reported with its type and message"),
+)
+
+CODES: Mapping[str, CodeInfo] = MappingProxyType({row.code: row for row in _ROWS})
+"""Every finish code by name, in table order."""
+
+DEFAULT_RETRYABLE_CODES: tuple[str, ...] = tuple(row.code for row in _ROWS if row.retryable)
+"""The codes a ``normal`` RetryPolicy retries unless told otherwise."""
+
+
+def http_status_code(status: int) -> str:
+    """The code for a non-2xx status that no other rule claims: ``HTTP_<status>``."""
+    return f"HTTP_{status}"

@@ -1,0 +1,334 @@
+"""Provider errors to failures: what a non-2xx response or an in-band ``{"error": ...}`` payload means.
+
+Pure functions, no I/O: the transport reads the status, the body and the headers and hands them here.
+The rules follow the reference (dsh-behaviour.md §4.3); the first matching rule wins.
+
+    classify_http_error(status, body, headers)       a non-2xx response
+        1. 401 / 403 .................................... AUTH
+        2. 413 .......................................... INVALID_REQUEST
+        3. quota wording in "<code> <type> <message>" ... QUOTA
+        4. 429 .......................................... RATE_LIMIT
+        5. 400 .......................................... CONTEXT_WINDOW_EXCEEDED with context-overflow
+                                                          wording, INVALID_REQUEST otherwise
+        6. >= 500 ....................................... SERVER
+        7. anything else ................................ HTTP_<status>
+
+    classify_inband_error(error, status=None)        the value of a payload's top-level "error"
+        1. 401 / 403, type authentication_error / permission_error ... AUTH
+        2. quota wording, or 402 ..................................... QUOTA
+        3. 429, type rate_limit_error ................................ RATE_LIMIT
+        4. context-overflow wording .................................. CONTEXT_WINDOW_EXCEEDED
+        5. 400 / 413, type invalid_request_error ..................... INVALID_REQUEST
+        6. >= 500, type api_error / overloaded_error / server_error .. SERVER
+        7. no status: SERVER; otherwise .............................. HTTP_<status>
+
+So a 429 whose body says ``insufficient_quota`` is ``QUOTA`` (topping the balance up fixes it, waiting
+does not), a plain 429 is ``RATE_LIMIT``, and a 401 stays ``AUTH`` whatever its body says.
+
+Decisions callers rely on:
+
+- The message is the provider's own ``error.message`` when it has one (else a top-level ``message`` or
+  ``detail``, or an ``error`` that is a plain string), else ``API error (HTTP <status>)``. It never
+  contains the API key given to ``classify_http_error`` and is shorter than 500 characters (cut with ``…``).
+- A body that is not JSON leaves the decision to the status, except that a short one (at most 2 000
+  characters: a plain-text error line rather than an HTML page) is still searched for the quota and
+  context-overflow wording, so a gateway answering ``429 "You exceeded your current quota"`` in plain
+  text is not retried as a rate limit. That text never becomes the message.
+- Only string fields make up the searched detail: an OpenRouter ``"code": 400`` adds nothing to it.
+- ``Retry-After`` and the request id are read here too, so one call gives the whole ``Failure``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from datetime import UTC
+
+from ._chunks import Failure
+from ._codes import (
+    AUTH,
+    CONTEXT_WINDOW_EXCEEDED,
+    INVALID_REQUEST,
+    QUOTA,
+    RATE_LIMIT,
+    SERVER,
+    http_status_code,
+)
+
+__all__ = [
+    "CONTEXT_OVERFLOW_WORDING",
+    "MAX_MESSAGE_CHARS",
+    "QUOTA_WORDING",
+    "classify_http_error",
+    "classify_inband_error",
+    "parse_retry_after",
+    "request_id_from",
+]
+
+MAX_MESSAGE_CHARS = 499
+"""The longest message a failure built here carries (the reference caps messages under 500 characters)."""
+
+RAW_TEXT_SCAN_CHARS = 2000
+"""A body that is not JSON is searched for wording only when it is at most this long."""
+
+_REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-deepseek-request-id")
+_REDACTED = "[redacted]"
+_FALLBACK_INBAND_MESSAGE = "provider reported an error"
+
+QUOTA_WORDING: re.Pattern[str] = re.compile(
+    r"""
+      \binsufficient [\s_-]+ (?:quota|balance|credits?) \b          # insufficient_quota, Insufficient Balance
+    | \b(?:quota|usage [\s_-]+ limit) [\s_-]+ (?:exceeded|exhausted|reached) \b
+                                                                    # quota exceeded, usage limit reached
+    | \bexceed(?:ed|s)? [\s_-]+ (?:(?:your|the) [\s_-]+)? (?:current [\s_-]+)? quota \b
+                                                                    # You exceeded your current quota
+    | \b(?:balance|credits?) [\s_-]+ (?:exhausted|depleted) \b      # balance exhausted
+    | \bout [\s_-]+ of [\s_-]+ (?:credits?|budget) \b               # out of credits
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+"""Wording that names a spent quota, balance or credit (a terminal state), never a transient rate limit."""
+
+CONTEXT_OVERFLOW_WORDING: re.Pattern[str] = re.compile(
+    r"""
+    # context_length_exceeded, context window overflow
+      (?<![a-z0-9]) context [\s_-]+ (?:length|window) [\s_-]+
+          (?:exceed(?:ed|s)?|overflow(?:ed)?|limit [\s_-]+ exceeded) (?![a-z0-9])
+    # This model's maximum context length is 8192 tokens
+    | \b(?:maximum|max) (?:\s+(?:allowed|supported))? \s+ context \s+ (?:length|window) \b
+    # messages are too large for the model's context window
+    | \b(?:request|prompt|input|messages?) \s+ (?:is\s+|are\s+)? too \s+ (?:large|long) \s+ for \s+
+          (?:(?:this|the)\s+)? (?:model(?:['’]s)?\s+)? context (?:\s+window)? \b
+    # prompt is too long for this model
+    | \b(?:input|prompt|request) \s+ (?:is\s+)? too \s+ (?:long|large) \s+ for \s+ (?:this|the) \s+ model \b
+    # input exceeds the context window (within 40 characters each way)
+    | \b(?:input|prompt|request|messages?) \b .{0,40}
+          \b(?:exceed(?:s|ed)?|overflows?|is \s+ larger \s+ than) \b .{0,40}
+          \b(?:the\s+)? (?:model(?:['’]s)?\s+)? context (?:\s+(?:length|window))? \b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+"""Wording that names the request outgrowing the model's context window (not any other size limit)."""
+
+
+# -- Retry-After and request id ------------------------------------------------------------------------------
+
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL_SECONDS = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+")
+
+
+def _positive_finite(value: float) -> float | None:
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header value as milliseconds to wait, or None when it gives no usable delay.
+
+    - all digits: seconds, ``"2"`` -> ``2000.0`` (``"0"`` -> None: no delay);
+    - decimal seconds: ``"1.5"`` -> ``1500.0``;
+    - otherwise an HTTP date (``"Wed, 21 Oct 2015 07:28:00 GMT"``) minus ``now`` (seconds since the epoch,
+      ``time.time()`` when None), kept only if finite and in the future;
+    - anything else (``"soon"``, ``"-5"``, ``""``): None.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if _DIGITS.fullmatch(text) or _DECIMAL_SECONDS.fullmatch(text):
+        return _positive_finite(float(text) * 1000)  # an absurdly long digit string gives inf: None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+        if when.tzinfo is None:  # "-0000" means UTC with no claim about local time
+            when = when.replace(tzinfo=UTC)
+        moment = when.timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return None
+    current = time.time() if now is None else now
+    return _positive_finite((moment - current) * 1000)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """The first non-empty value of header ``name`` (case-insensitive, also for a plain dict), stripped."""
+    direct = headers.get(name)  # httpx.Headers answers case-insensitively; a dict only for exact keys
+    if isinstance(direct, str) and direct.strip():
+        return direct.strip()
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def request_id_from(headers: Mapping[str, str]) -> str | None:
+    """The provider's request id: the first non-empty of ``request-id``, ``x-request-id`` and
+    ``x-deepseek-request-id``, stripped.
+
+    Header names are matched case-insensitively, for ``httpx.Headers`` and plain dicts alike.
+    """
+    for name in _REQUEST_ID_HEADERS:
+        found = _header(headers, name)
+        if found is not None:
+            return found
+    return None
+
+
+# -- messages ------------------------------------------------------------------------------------------------
+
+
+def _non_empty(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _clip(message: str, api_key: str | None = None) -> str:
+    """Redact the key first (so a cut cannot leave a part of it behind), then cut to ``MAX_MESSAGE_CHARS``."""
+    if api_key:
+        message = message.replace(api_key, _REDACTED)
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return message
+
+
+def _detail(*fields: object) -> str:
+    """The text searched for wording: the string fields, joined with spaces (non-strings add nothing)."""
+    return " ".join(field for field in fields if isinstance(field, str) and field)
+
+
+# -- non-2xx responses ---------------------------------------------------------------------------------------
+
+
+def _read_error_body(text: str) -> tuple[str | None, str] | None:
+    """``(message, detail)`` from a JSON error body, or None when the body is not JSON at all."""
+    try:
+        parsed: object = json.loads(text.lstrip("\ufeff"))
+    except (ValueError, RecursionError):  # JSONDecodeError, an over-long integer literal, absurd nesting
+        return None
+    if not isinstance(parsed, dict):
+        return None, ""
+    error = parsed.get("error")
+    code: object = None
+    kind: object = None
+    message: str | None = None
+    if isinstance(error, dict):
+        code, kind, message = error.get("code"), error.get("type"), _non_empty(error.get("message"))
+    elif isinstance(error, str):
+        message = _non_empty(error)
+    if message is None:
+        message = _non_empty(parsed.get("message")) or _non_empty(parsed.get("detail"))
+    return message, _detail(code, kind, message)
+
+
+def classify_http_error(
+    status: int,
+    body: str | bytes,
+    headers: Mapping[str, str] | None = None,
+    *,
+    api_key: str | None = None,
+) -> Failure:
+    """A non-2xx response as a ``Failure``: the code of the first matching rule, the provider's message.
+
+    ``status``, ``retry_after_ms`` (from ``Retry-After``) and ``request_id`` are carried. The message never
+    contains ``api_key`` (replaced by ``[redacted]``) and is shorter than 500 characters. The module
+    docstring lists the rules and says what happens with a body that is not JSON.
+    """
+    text = body if isinstance(body, str) else bytes(body).decode("utf-8", errors="replace")
+    read = _read_error_body(text)
+    if read is None:
+        message, detail = None, (text if len(text) <= RAW_TEXT_SCAN_CHARS else "")
+    else:
+        message, detail = read
+
+    if status in (401, 403):
+        code = AUTH
+    elif status == 413:
+        code = INVALID_REQUEST
+    elif QUOTA_WORDING.search(detail):
+        code = QUOTA
+    elif status == 429:
+        code = RATE_LIMIT
+    elif status == 400:
+        code = CONTEXT_WINDOW_EXCEEDED if CONTEXT_OVERFLOW_WORDING.search(detail) else INVALID_REQUEST
+    elif status >= 500:
+        code = SERVER
+    else:
+        code = http_status_code(status)
+
+    facts = headers if headers is not None else {}
+    return Failure(
+        code=code,
+        message=_clip(message or f"API error (HTTP {status})", api_key),
+        status=status,
+        retry_after_ms=parse_retry_after(_header(facts, "retry-after")),
+        request_id=request_id_from(facts),
+    )
+
+
+# -- in-band errors ------------------------------------------------------------------------------------------
+
+_STATUS_KEYS = ("status_code", "status", "code")
+_AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
+_SERVER_TYPES = frozenset({"api_error", "overloaded_error", "server_error"})
+
+
+def _status_in(error: Mapping[object, object]) -> int | None:
+    """An HTTP status the error object states about itself: an int 100..599 under a status-like key."""
+    for key in _STATUS_KEYS:
+        value = error.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
+
+
+def _render(error: object) -> str:
+    """A short JSON rendering of an error object without a message, or the generic message."""
+    if isinstance(error, str):
+        return _FALLBACK_INBAND_MESSAGE  # a non-empty string error is already its own message
+    if error is None or (isinstance(error, dict | list | tuple) and not error):
+        return _FALLBACK_INBAND_MESSAGE
+    try:
+        rendered = json.dumps(error, ensure_ascii=False, default=repr)
+    except Exception:  # non-string keys, a cycle, absurd depth, a __repr__ that raises: never fail here
+        return _FALLBACK_INBAND_MESSAGE
+    return rendered or _FALLBACK_INBAND_MESSAGE
+
+
+def classify_inband_error(error: object, *, status: int | None = None) -> Failure:
+    """An in-band error (a payload's top-level ``"error"``: a dict, a string, anything) as a ``Failure``.
+
+    When the caller gives no ``status``, it is read from the object itself: ``status_code``, ``status`` or
+    ``code`` holding an int 100..599 (OpenRouter sends ``{"code": 400, "message": ...}``, Groq
+    ``"status_code": 400``). The message is ``error["message"]`` (or the error itself when it is a string),
+    else a short JSON rendering of the object, else ``provider reported an error``. The module docstring
+    lists the rules.
+    """
+    kind: str | None = None
+    message: str | None = None
+    detail = ""
+    if isinstance(error, Mapping):
+        if status is None:
+            status = _status_in(error)
+        raw_kind = error.get("type")
+        kind = raw_kind if isinstance(raw_kind, str) else None
+        message = _non_empty(error.get("message"))
+        detail = _detail(error.get("code"), kind, message)
+    elif isinstance(error, str):
+        message = _non_empty(error)
+        detail = error
+
+    if status in (401, 403) or kind in _AUTH_TYPES:
+        code = AUTH
+    elif status == 402 or QUOTA_WORDING.search(detail):
+        code = QUOTA
+    elif status == 429 or kind == "rate_limit_error":
+        code = RATE_LIMIT
+    elif CONTEXT_OVERFLOW_WORDING.search(detail):
+        code = CONTEXT_WINDOW_EXCEEDED
+    elif status in (400, 413) or kind == "invalid_request_error":
+        code = INVALID_REQUEST
+    elif status is None or status >= 500 or kind in _SERVER_TYPES:
+        code = SERVER
+    else:
+        code = http_status_code(status)
+
+    return Failure(code=code, message=_clip(message or _render(error)), status=status)

@@ -1,0 +1,170 @@
+"""``parse_sse``: bytes, split anywhere, to typed wire values.
+
+Rule (docs/decisions/0001-parse-sse.md):
+
+- SSE framing per the WHATWG rules: LF, CR and CRLF line ends (a CRLF split across two reads is one line end); a
+  leading UTF-8 BOM is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies); ``data:`` with or
+  without one space; several ``data:`` lines joined by ``\\n``; ``event:``, ``id:``, ``retry:`` understood; an event
+  with no data dispatches nothing. The framing works on bytes and only splits at line-end bytes, so a UTF-8
+  character split across reads is never cut.
+- Each payload is decoded into a typed ``WireChunk``; ``[DONE]`` gives ``Done`` and ends the stream (payloads after it
+  are not read; any already received are reported as ``payload-after-done``).
+- A payload that is not JSON or has the wrong shape gives ``Halt(MALFORMED_RESPONSE)`` quoting its first 120
+  characters. A top-level ``error`` object (or an SSE event named ``error``) gives ``Halt`` with the provider's error
+  classified like an in-band error.
+- The end of the bytes before ``[DONE]`` gives ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was already seen:
+  then it counts as ``[DONE]`` (with a ``missing-done`` anomaly). An unterminated last event is discarded.
+
+Marble (one batch per read; ``c`` a WireChunk, ``D`` Done)::
+
+    bytes:  --"data: {..}\\n\\nda"--"ta: [DONE]\\n\\n"--|
+    out:    --[c]-------------------[D]|
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._chunks import Anomaly, Failure
+from ._codes import MALFORMED_RESPONSE, STREAM_CLOSED
+from ._errors import classify_inband_error
+from ._signals import Done, Halt
+from ._stage import Operator, PassThroughEnd, stage_operator
+from ._wire import UNSET, DecodeError, WireChunk, decode_chunk
+
+__all__ = ["parse_sse"]
+
+_BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+
+
+def _quote(payload: bytes, limit: int = 120) -> str:
+    return payload.decode("utf-8", errors="replace")[:limit]
+
+
+class _ParseSse(PassThroughEnd):
+    __slots__ = ("at_start", "data", "event", "finished", "pending_cr", "rest", "saw_finish")
+
+    def __init__(self) -> None:
+        self.rest = b""
+        self.at_start = True
+        self.pending_cr = False
+        self.data: list[bytes] = []
+        self.event = b""
+        self.saw_finish = False
+        self.finished = False
+
+    # -- framing --------------------------------------------------------------------------------------------------
+
+    def on_batch(self, piece: bytes) -> list[Any]:
+        buf = self.rest + piece if self.rest else bytes(piece)
+        if self.at_start:
+            if len(buf) < len(_BOM) and _BOM.startswith(buf):
+                self.rest = buf
+                return []
+            if buf.startswith(_BOM):
+                buf = buf[len(_BOM) :]
+            self.at_start = False
+        if self.pending_cr:
+            self.pending_cr = False
+            if buf.startswith(b"\n"):
+                buf = buf[1:]
+        if b"\r" in buf:
+            self.pending_cr = buf.endswith(b"\r")
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self.rest = lines.pop()
+        out: list[Any] = []
+        data = self.data
+        for position, line in enumerate(lines):
+            if line[:5] == b"data:":
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line:
+                if data:
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    data.clear()
+                    self._dispatch(payload, out)
+                    if self.finished:
+                        self._report_after_done(lines[position + 1 :], out)
+                        break
+                self.event = b""
+            elif line[:1] == b":":
+                out.append(Anomaly("comment", None, f"comment line ignored: {_quote(line, 80)}"))
+            else:
+                field, _, value = line.partition(b":")
+                if value[:1] == b" ":
+                    value = value[1:]
+                if field == b"event":
+                    self.event = value
+                elif field == b"data":  # a bare "data" line carries an empty value
+                    data.append(value)
+                # id:, retry: and unknown fields change nothing a chat completion needs.
+        return out
+
+    def _report_after_done(self, remaining: list[bytes], out: list[Any]) -> None:
+        remaining.append(self.rest)
+        if any(line[:5] == b"data:" for line in remaining):
+            out.insert(
+                len(out) - 1,
+                Anomaly("payload-after-done", None, "data arrived after [DONE]; it was not read"),
+            )
+
+    # -- payloads -------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, payload: bytes, out: list[Any]) -> None:
+        if self.event == b"error":
+            self._halt_on_error_event(payload, out)
+            return
+        if payload == _DONE:
+            out.append(Done())
+            self.finished = True
+            return
+        try:
+            chunk = decode_chunk(payload)
+        except DecodeError as exc:
+            reason = str(exc)
+            message = f"malformed SSE payload: {_quote(payload)}"
+            if "JSON" not in reason and "malformed" not in reason.lower():
+                message += f" ({reason})"
+            out.append(Halt(Failure(MALFORMED_RESPONSE, message)))
+            self.finished = True
+            return
+        out.append(chunk)
+        if chunk.error is not UNSET and chunk.error is not None:
+            out.append(Halt(classify_inband_error(chunk.error)))
+            self.finished = True
+            return
+        if not self.saw_finish and chunk.choices:
+            self.saw_finish = any(choice.finish_reason is not None for choice in chunk.choices)
+
+    def _halt_on_error_event(self, payload: bytes, out: list[Any]) -> None:
+        try:
+            body = json.loads(payload)
+        except ValueError:
+            body = {"message": _quote(payload, 500)}
+        error = body.get("error", body) if isinstance(body, dict) else body
+        out.append(Halt(classify_inband_error(error)))
+        self.finished = True
+
+    # -- the end of the bytes -------------------------------------------------------------------------------------
+
+    def on_end(self) -> list[Any]:
+        out: list[Any] = []
+        if self.data or self.rest.strip():
+            out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; discarded"))
+        if self.saw_finish:
+            out.append(Anomaly("missing-done", None, "the stream ended after a finish_reason without [DONE]"))
+            out.append(Done(synthetic=True))
+        else:
+            out.append(Halt(Failure(STREAM_CLOSED, "SSE stream ended without [DONE]")))
+        return out
+
+
+def parse_sse() -> Operator:
+    """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``."""
+    return stage_operator(_ParseSse)
+
+
+# Re-exported for type checkers of custom stages.
+WireValue = WireChunk | Done | Halt | Anomaly

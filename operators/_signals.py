@@ -1,0 +1,101 @@
+"""Internal signals: what the operators tell each other between stages.
+
+The public output is the chunk protocol (``_chunks.py``). Between stages a few more values travel beside the chunks;
+none of them reaches the caller (the facade keeps only chunks):
+
+    parse_sse            -> WireChunk, Done, Halt, Anomaly
+    coalesce_identity    -> BlockStart, TextDelta, ReasoningDelta, ToolFragment, FinishSeen, UsageSeen, RefusalSeen
+    accumulate_arguments -> ToolCallDelta (for each ToolFragment), ToolCallState (each call, just before Done)
+    close_on_done        -> BlockEnd..., UsageChunk, PendingFinish | Finish(error)   (all held until Done / Halt)
+    classify_finish      -> Finish                                            (PendingFinish and RefusalSeen consumed)
+
+Every stage passes on what it does not understand, so a custom operator can be slotted in anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ._chunks import Failure, Usage
+
+__all__ = [
+    "Done",
+    "FinishSeen",
+    "Halt",
+    "PendingFinish",
+    "RefusalSeen",
+    "ToolCallState",
+    "ToolFragment",
+    "UsageSeen",
+]
+
+
+@attrs.frozen
+class Done:
+    """The response is complete: ``[DONE]`` arrived, or the bytes ended after a ``finish_reason``."""
+
+    synthetic: bool = False
+
+
+@attrs.frozen
+class Halt:
+    """The response cannot complete: the stream ends here with ``failure`` (after any pending usage)."""
+
+    failure: Failure
+
+
+@attrs.frozen
+class ToolFragment:
+    """One wire tool-call delta, correlated to its block, with the identity established so far."""
+
+    index: int
+    wire_index: int | None
+    id: str | None
+    name: str | None
+    arguments: Any  # the raw wire value: str, None, or UNSET
+
+
+@attrs.frozen
+class ToolCallState:
+    """A tool call as accumulated when ``Done`` arrives: identity may still be missing."""
+
+    index: int
+    wire_index: int | None
+    id: str | None
+    name: str | None
+    arguments: str
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The identity fields still unknown: ``()``, ``("id",)``, ``("name",)`` or both."""
+        return tuple(field for field, value in (("id", self.id), ("name", self.name)) if value is None)
+
+
+@attrs.frozen
+class FinishSeen:
+    """A wire ``finish_reason`` string (the last one wins)."""
+
+    reason: str
+
+
+@attrs.frozen
+class UsageSeen:
+    """A wire usage object, already mapped (the last one wins)."""
+
+    usage: Usage
+
+
+@attrs.frozen
+class RefusalSeen:
+    """A fragment of ``delta.refusal``: the model declined instead of answering."""
+
+    text: str
+
+
+@attrs.frozen
+class PendingFinish:
+    """The response completed; ``classify_finish`` turns the wire reason into a FinishReason."""
+
+    wire_reason: str | None

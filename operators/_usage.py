@@ -1,0 +1,50 @@
+"""``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (reference 4.2, variant B).
+
+    input_tokens       = prompt_tokens - cache_read - cache_write   (uncached input only)
+    output_tokens      = completion_tokens
+    cache_read_tokens  = prompt_tokens_details.cached_tokens, else prompt_cache_hit_tokens (DeepSeek); only if known
+    cache_write_tokens = prompt_tokens_details.cache_write_tokens (OpenRouter); only if known
+    reasoning_tokens   = completion_tokens_details.reasoning_tokens; only if known
+    total_tokens       = prompt + completion, only when both are safe non-negative integers, their sum is safe, and
+                         the wire total is absent or equal to it (the exact-total rule). Otherwise the key is omitted.
+"""
+
+from __future__ import annotations
+
+from ._chunks import Usage
+from ._wire import WireUsage
+
+__all__ = ["MAX_SAFE_INTEGER", "map_usage"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _safe_count(value: int | float) -> bool:
+    return isinstance(value, int) and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def map_usage(wire: WireUsage) -> Usage:
+    prompt = wire.prompt_tokens if wire.prompt_tokens is not None else 0
+    completion = wire.completion_tokens if wire.completion_tokens is not None else 0
+    details = wire.prompt_tokens_details
+    cache_read = details.cached_tokens if details is not None else None
+    if cache_read is None:
+        cache_read = wire.prompt_cache_hit_tokens
+    cache_write = details.cache_write_tokens if details is not None else None
+    completion_details = wire.completion_tokens_details
+    reasoning = completion_details.reasoning_tokens if completion_details is not None else None
+
+    total: int | None = None
+    if _safe_count(prompt) and _safe_count(completion):
+        exact = int(prompt) + int(completion)
+        if exact <= MAX_SAFE_INTEGER and (wire.total_tokens is None or wire.total_tokens == exact):
+            total = exact
+
+    return Usage(
+        input_tokens=prompt - (cache_read or 0) - (cache_write or 0),
+        output_tokens=completion,
+        total_tokens=total,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
+    )

@@ -1,0 +1,1 @@
+"""Shared fixtures and helpers for the whole suite."""
