@@ -1,0 +1,249 @@
+"""``llm-stream``: the command line.
+
+    llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
+    llm-stream demo                                                   the README's main job
+    llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
+    llm-stream chat "prompt" [...]                                    stream from a live endpoint
+    llm-stream session check|repair FILE                              inspect or recover a session log
+
+Exit status: 0 on success (a stream that ends in an error finish is a result, not a CLI error), 2 for bad usage or an
+unreadable file, 1 for other failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from operators import (
+    Anomaly,
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    ReasoningDelta,
+    Retry,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+
+from ._assemble import Assembler, AssistantMessage
+from ._translate import READ_SIZE, translate
+
+__all__ = ["Printer", "main"]
+
+
+class CliError(Exception):
+    """A one-line error for the user; exit status 2."""
+
+
+# -- rendering ----------------------------------------------------------------------------------------------------
+
+
+class Printer:
+    """Renders chunks one a line, readably (``--json``: ``to_json()`` exactly; ``--assembled``: only the message)."""
+
+    def __init__(self, out: TextIO, *, mode: str = "text", color: bool | None = None) -> None:
+        self.out = out
+        self.mode = mode
+        if color is None:
+            color = out.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+        self.color = color
+        self.assembler = Assembler()
+        self.counts: dict[str, int] = {}
+
+    def _c(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def chunk(self, chunk: Chunk) -> None:
+        self.assembler.feed(chunk)
+        self.counts[chunk.type] = self.counts.get(chunk.type, 0) + 1
+        if self.mode == "json":
+            self.out.write(json.dumps(chunk.to_json(), ensure_ascii=False) + "\n")
+        elif self.mode == "text":
+            self.out.write(self.render(chunk) + "\n")
+        self.out.flush()
+
+    def render(self, chunk: Chunk) -> str:
+        at = f"{chunk.index:>3}" if hasattr(chunk, "index") and chunk.index is not None else "   "
+        if isinstance(chunk, BlockStart):
+            return f"{at} {self._c('1', '▶ start')}      {chunk.block_type}"
+        if isinstance(chunk, TextDelta):
+            return f"{at}   text       {json.dumps(chunk.text, ensure_ascii=False)}"
+        if isinstance(chunk, ReasoningDelta):
+            return f"{at}   {self._c('2', 'reasoning')}  {self._c('2', json.dumps(chunk.text, ensure_ascii=False))}"
+        if isinstance(chunk, ToolCallDelta):
+            name = chunk.name if chunk.name is not None else "?"
+            ident = chunk.id or "?"
+            return f"{at}   tool-call  {ident} {name} +{json.dumps(chunk.arguments_delta, ensure_ascii=False)}"
+        if isinstance(chunk, BlockEnd):
+            block = chunk.block
+            if isinstance(block, ToolCallBlock):
+                body = f"tool-call {block.id} {block.name}({block.arguments})"
+            else:
+                body = f"{block.type} {json.dumps(block.text, ensure_ascii=False)}"
+            return f"{at} {self._c('1', '■ end')}        {body}"
+        if isinstance(chunk, UsageChunk):
+            parts = " · ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in chunk.usage.to_json().items())
+            return f"    {self._c('36', 'usage')}        {parts}"
+        if isinstance(chunk, Anomaly):
+            where = f"[{chunk.index}] " if chunk.index is not None else ""
+            return f"    {self._c('33', '! anomaly')}    {chunk.kind} {where}{chunk.detail}"
+        if isinstance(chunk, Retry):
+            limit = f"/{chunk.max_retries}" if chunk.max_retries is not None else ""
+            return (
+                f"    {self._c('35', '↻ retry')}      attempt {chunk.attempt}{limit} in {chunk.delay_ms:g} ms "
+                f"after {chunk.failure.code}: {chunk.failure.message}"
+            )
+        if isinstance(chunk, Finish):
+            reason = chunk.reason
+            if reason.failure is None:
+                return f"    {self._c('32', 'finish')}       {reason.kind}"
+            failure = reason.failure
+            return f"    {self._c('31', 'finish')}       {reason.kind} {failure.code}: {failure.message}"
+        return f"    {chunk.to_json()}"
+
+    def message(self) -> AssistantMessage:
+        return self.assembler.result()
+
+    def summary(self) -> None:
+        message = self.message()
+        if self.mode == "assembled":
+            self.out.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+            return
+        if self.mode != "text":
+            return
+        blocks = self.counts.get("block-start", 0)
+        anomalies = self.counts.get("anomaly", 0)
+        total = sum(self.counts.values())
+        finish = message.finish.kind + (f" {message.finish.code}" if message.finish.code else "")
+        lines = [
+            "",
+            f"{total} chunks, {blocks} blocks, {anomalies} anomalies, {message.retries} retries; finish: {finish}",
+        ]
+        for call in message.tool_calls:
+            lines.append(f"  tool call {call.id} {call.name}({call.arguments})")
+        if message.usage is not None:
+            lines.append(f"  usage {json.dumps(message.usage.to_json())}")
+        self.out.write("\n".join(lines) + "\n")
+
+
+# -- replay -------------------------------------------------------------------------------------------------------
+
+
+def _stdin_pieces() -> Iterator[bytes]:
+    stream = sys.stdin.buffer
+    while piece := stream.read1(READ_SIZE) if hasattr(stream, "read1") else stream.read(READ_SIZE):
+        yield piece
+
+
+def _open_source(name: str) -> Iterable[bytes] | Path:
+    if name == "-":
+        return _stdin_pieces()
+    path = Path(name)
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise CliError(f"cannot read {name}: {reason}") from exc
+    return path
+
+
+def _mode(args: argparse.Namespace) -> str:
+    if getattr(args, "json", False):
+        return "json"
+    if getattr(args, "assembled", False):
+        return "assembled"
+    return "text"
+
+
+def replay(source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool, out: TextIO) -> AssistantMessage:
+    printer = Printer(out, mode=mode)
+    translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
+    printer.summary()
+    return printer.message()
+
+
+def example_path(name: str = "seed-bug") -> Path:
+    """A bundled example stream (``seed-bug``: continuation deltas repeating identity as ``""`` and ``null``)."""
+    resource = resources.files("pipeline").joinpath("examples", f"{name}.sse")
+    return Path(str(resource))
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    source = example_path(args.example) if args.example else None
+    if source is None:
+        if args.file is None:
+            raise CliError("replay needs a FILE (or - for standard input, or --example seed-bug)")
+        source = _open_source(args.file)
+    mode = _mode(args)
+    replay(source, mode=mode, anomalies=args.anomalies or mode == "text", out=sys.stdout)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    return run_demo(sys.stdout)
+
+
+def _add_output_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help="one chunk a line, to_json() exactly")
+    group.add_argument("--assembled", action="store_true", help="only the assembled message, as one JSON object")
+    parser.add_argument(
+        "--anomalies", action="store_true", help="include anomaly chunks in --json output (always shown as text)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llm-stream",
+        description="Turn streamed LLM chat completions (SSE) into a clean, validated chunk protocol.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    p = commands.add_parser("replay", help="replay a recorded SSE stream through the pipeline")
+    p.add_argument("file", nargs="?", help="an .sse file, or - for standard input")
+    p.add_argument("--example", choices=["seed-bug"], help="replay a bundled example instead of a file")
+    _add_output_flags(p)
+    p.set_defaults(run=_cmd_replay)
+
+    p = commands.add_parser("demo", help="the main job: show the pipeline handling a misbehaving gateway")
+    p.set_defaults(run=_cmd_demo)
+
+    for register in _EXTRA_COMMANDS:
+        register(commands, _add_output_flags)
+    return parser
+
+
+_EXTRA_COMMANDS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except CliError as exc:
+        print(f"llm-stream: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""``llm-stream demo``: the README's main job.
+
+Part 1 replays the bundled seed-bug stream (continuation deltas repeating a tool call's id and name as ``""`` and
+``null``, and one repeating them in full) through two naive assemblers and through this pipeline, side by side.
+Part 2, when the emulator is installed, runs live requests through the whole client over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from ._translate import collect
+
+__all__ = ["naive_assemble", "run_demo"]
+
+
+def _payloads(data: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in data.decode().splitlines():
+        if line.startswith("data: ") and line[6:] != "[DONE]":
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
+    """What peers do: ``concatenate`` every string field (openai-python, LangChain) or let the ``last`` defined value
+    win (the anchor's variant A). Either way a gateway's quirks end up in the tool call."""
+    calls: dict[int, dict[str, str]] = {}
+    for payload in _payloads(data):
+        for choice in payload.get("choices") or []:
+            for call in (choice.get("delta") or {}).get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", 0), {"id": "", "name": "", "arguments": ""})
+                function = call.get("function") or {}
+                for key, value in (("id", call.get("id")), ("name", function.get("name"))):
+                    if key not in call and key not in function:
+                        continue
+                    if strategy == "concatenate":
+                        slot[key] += "null" if value is None else str(value)
+                    elif value is not None:
+                        slot[key] = str(value)
+                slot["arguments"] += function.get("arguments") or ""
+    return [calls[i] for i in sorted(calls)]
+
+
+def run_demo(out: TextIO) -> int:
+    from ._cli import Printer, example_path
+
+    path = example_path("seed-bug")
+    data = path.read_bytes()
+    out.write("== 1. A gateway stream with the seed's bug (pipeline/examples/seed-bug.sse)\n")
+    out.write("   continuation deltas repeat a tool call's id and name as \"\", as null, and in full.\n\n")
+    for strategy, who in (("concatenate", "openai-python / LangChain style"), ("last", "last-defined-wins")):
+        out.write(f"   naive assembler, {strategy} ({who}):\n")
+        for call in naive_assemble(data, strategy):
+            out.write(f"     id={call['id']!r:16} name={call['name']!r:12} arguments={call['arguments']}\n")
+    out.write("\n   this pipeline (anomalies shown):\n")
+    printer = Printer(out, mode="text")
+    for chunk in collect(data, anomalies=True):
+        printer.chunk(chunk)
+    printer.summary()
+    try:
+        from ._demo_live import run_live_demo
+    except ImportError:
+        return 0
+    return run_live_demo(out)
