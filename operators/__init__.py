@@ -78,7 +78,18 @@ from ._codes import CODES, DEFAULT_RETRYABLE_CODES, CodeInfo
 from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
-from ._signals import Done, FinishSeen, Halt, PendingFinish, RefusalSeen, ToolCallState, ToolFragment, UsageSeen
+from ._retry_when_retryable import retry_when_retryable
+from ._signals import (
+    Done,
+    FinishSeen,
+    Halt,
+    PendingFinish,
+    RefusalSeen,
+    StreamFailure,
+    ToolCallState,
+    ToolFragment,
+    UsageSeen,
+)
 from ._stage import Batch, Operator, Stage, stage_operator
 from ._usage import map_usage
 from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, WireUsage, decode_chunk
@@ -110,6 +121,7 @@ __all__ = [
     "RetryPolicy",
     "RetryPolicyError",
     "Stage",
+    "StreamFailure",
     "TextBlock",
     "TextDelta",
     "ToolCallBlock",
@@ -138,5 +150,6 @@ __all__ = [
     "parse_retry_after",
     "parse_sse",
     "request_id_from",
+    "retry_when_retryable",
     "stage_operator",
 ]

@@ -9,8 +9,9 @@ Rule (docs/decisions/0004-close-on-done.md):
   is reported, then an error finish ``MALFORMED_TOOL_CALL`` naming the wire index and the missing field(s). This
   deliberately changes the anchor's TC-24, which closed such a call with ``id: ""``: no path may ever assemble an
   unidentified tool call (and ``ToolCallBlock`` refuses to be built without one).
-- ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. An unexpected exception from
-  upstream does the same with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
+- ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. A ``StreamFailure`` raised by
+  the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
+  exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
 
 Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
 
@@ -35,8 +36,8 @@ from ._chunks import (
     Usage,
     UsageChunk,
 )
-from ._codes import MALFORMED_TOOL_CALL, STREAM_CLOSED, UNKNOWN
-from ._signals import Done, FinishSeen, Halt, PendingFinish, ToolCallState, UsageSeen
+from ._codes import ABORTED, MALFORMED_TOOL_CALL, STREAM_CLOSED, UNKNOWN
+from ._signals import Done, FinishSeen, Halt, PendingFinish, StreamFailure, ToolCallState, UsageSeen
 from ._stage import Operator, stage_operator
 
 __all__ = ["close_on_done", "describe_missing_identity"]
@@ -121,7 +122,11 @@ class _CloseOnDone:
 
     def on_failure(self, error: Exception) -> list[Any] | None:
         out: list[Any] = []
-        self._fail(out, FinishReason.error(UNKNOWN, f"{type(error).__name__}: {error}"))
+        if isinstance(error, StreamFailure):
+            aborted = error.failure.code == ABORTED
+            self._fail(out, FinishReason("aborted" if aborted else "error", error.failure))
+        else:
+            self._fail(out, FinishReason.error(UNKNOWN, f"{type(error).__name__}: {error}"))
         return out
 
 

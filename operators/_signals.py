@@ -26,6 +26,7 @@ __all__ = [
     "Halt",
     "PendingFinish",
     "RefusalSeen",
+    "StreamFailure",
     "ToolCallState",
     "ToolFragment",
     "UsageSeen",
@@ -99,3 +100,15 @@ class PendingFinish:
     """The response completed; ``classify_finish`` turns the wire reason into a FinishReason."""
 
     wire_reason: str | None
+
+
+class StreamFailure(Exception):
+    """Raised through ``on_error`` by a source (the HTTP transport) that knows why the response failed.
+
+    ``close_on_done`` turns it into an error finish carrying ``failure`` (an aborted finish for ``ABORTED``), after
+    the pending usage; any other exception becomes ``UNKNOWN``.
+    """
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(f"{failure.code}: {failure.message}")
+        self.failure = failure

@@ -100,7 +100,7 @@ class Printer:
         if isinstance(chunk, Retry):
             limit = f"/{chunk.max_retries}" if chunk.max_retries is not None else ""
             return (
-                f"    {self._c('35', '↻ retry')}      attempt {chunk.attempt}{limit} in {chunk.delay_ms:g} ms "
+                f"    {self._c('35', '↻ retry')}      attempt {chunk.attempt}{limit} in {chunk.delay_ms:.0f} ms "
                 f"after {chunk.failure.code}: {chunk.failure.message}"
             )
         if isinstance(chunk, Finish):
@@ -180,10 +180,12 @@ def example_path(name: str = "seed-bug") -> Path:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    source = example_path(args.example) if args.example else None
-    if source is None:
-        if args.file is None:
-            raise CliError("replay needs a FILE (or - for standard input, or --example seed-bug)")
+    source: Iterable[bytes] | Path
+    if args.example:
+        source = example_path(args.example)
+    elif args.file is None:
+        raise CliError("replay needs a FILE (or - for standard input, or --example seed-bug)")
+    else:
         source = _open_source(args.file)
     mode = _mode(args)
     replay(source, mode=mode, anomalies=args.anomalies or mode == "text", out=sys.stdout)
@@ -227,7 +229,71 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_EXTRA_COMMANDS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = []
+def _cmd_emulate(args: argparse.Namespace) -> int:
+    try:
+        from ._emulator import run_emulator
+    except ImportError as exc:  # starlette / uvicorn come with the "emulator" extra
+        raise CliError(f"the emulator needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
+    run_emulator(args.host, args.port)
+    return 0
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from operators import RetryPolicy
+
+    from ._transport import ChatClient, ConfigError
+
+    tools: list[dict[str, Any]] | None = None
+    if args.tools:
+        try:
+            loaded = json.loads(Path(args.tools).read_text())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"cannot read tools from {args.tools}: {exc}") from exc
+        if not isinstance(loaded, list):
+            raise CliError(f"{args.tools} must hold a JSON list of tool schemas")
+        tools = loaded
+    try:
+        client = ChatClient(
+            args.base_url,
+            model=args.model,
+            retry_policy=RetryPolicy.normal(max_retries=args.max_retries),
+            idle_timeout=args.idle_timeout,
+        )
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+
+    async def run() -> None:
+        printer = Printer(sys.stdout, mode=_mode(args))
+        async with client:
+            messages = [{"role": "user", "content": args.prompt}]
+            async for chunk in client.stream(messages, tools=tools, anomalies=args.anomalies or printer.mode == "text"):
+                printer.chunk(chunk)
+        printer.summary()
+
+    asyncio.run(run())
+    return 0
+
+
+def _register_live(commands: Any, output_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    p = commands.add_parser("emulate", help="serve the fault-injecting gateway emulator on 127.0.0.1")
+    p.add_argument("--port", type=int, default=8808, help="port (0 picks a free one; default 8808)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.set_defaults(run=_cmd_emulate)
+
+    p = commands.add_parser("chat", help="stream a chat completion from a live endpoint through the pipeline")
+    p.add_argument("prompt", help="the user message")
+    p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: LLM_STREAM_BASE_URL, else DeepSeek)")
+    p.add_argument("--tools", metavar="FILE.json", help="a JSON list of OpenAI tool schemas to offer the model")
+    p.add_argument("--max-retries", type=int, default=2, help="retries after a retryable failure (default 2)")
+    p.add_argument("--idle-timeout", type=float, default=None, help="seconds without data before TIMEOUT (300)")
+    output_flags(p)
+    p.set_defaults(run=_cmd_chat)
+
+
+_EXTRA_COMMANDS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = [_register_live]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
