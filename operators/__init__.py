@@ -90,7 +90,7 @@ from ._signals import (
     ToolFragment,
     UsageSeen,
 )
-from ._stage import Batch, Operator, Stage, stage_operator
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator
 from ._usage import map_usage
 from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, WireUsage, decode_chunk
 
@@ -99,6 +99,7 @@ __all__ = [
     "DEFAULT_RETRYABLE_CODES",
     "EMPTY_RESPONSE_MESSAGE",
     "Anomaly",
+    "BaseStage",
     "Batch",
     "BlockEnd",
     "BlockStart",

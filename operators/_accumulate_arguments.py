@@ -18,7 +18,7 @@ from typing import Any
 
 from ._chunks import Anomaly, ToolCallDelta
 from ._signals import Done, ToolCallState, ToolFragment
-from ._stage import Operator, PassThroughEnd, stage_operator
+from ._stage import BaseStage, Operator, stage_operator
 
 __all__ = ["accumulate_arguments"]
 
@@ -34,7 +34,7 @@ class _Arguments:
         self.null_reported = False
 
 
-class _AccumulateArguments(PassThroughEnd):
+class _AccumulateArguments(BaseStage):
     def __init__(self) -> None:
         self.finished = False
         self.calls: dict[int, _Arguments] = {}

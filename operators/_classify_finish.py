@@ -30,7 +30,7 @@ from typing import Any
 from ._chunks import BlockStart, Finish, FinishReason
 from ._codes import CONTENT_FILTER, EMPTY_RESPONSE, REFUSAL
 from ._signals import PendingFinish, RefusalSeen
-from ._stage import Operator, PassThroughEnd, stage_operator
+from ._stage import BaseStage, Operator, stage_operator
 
 __all__ = ["EMPTY_RESPONSE_MESSAGE", "classify_finish", "map_finish_reason"]
 
@@ -57,7 +57,7 @@ def map_finish_reason(wire: str | None) -> FinishReason:
     return FinishReason.error(code, f"model stopped: {wire}")
 
 
-class _ClassifyFinish(PassThroughEnd):
+class _ClassifyFinish(BaseStage):
     def __init__(self) -> None:
         self.finished = False
         self.opened = False

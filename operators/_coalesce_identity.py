@@ -29,7 +29,7 @@ from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
 from ._signals import FinishSeen, RefusalSeen, ToolFragment, UsageSeen
-from ._stage import Operator, PassThroughEnd, stage_operator
+from ._stage import BaseStage, Operator, stage_operator
 from ._usage import map_usage
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall
 
@@ -80,7 +80,7 @@ def _content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
-class _CoalesceIdentity(PassThroughEnd):
+class _CoalesceIdentity(BaseStage):
     def __init__(self) -> None:
         self.finished = False
         self.next_index = 0

@@ -30,7 +30,7 @@ from ._chunks import Anomaly, Failure
 from ._codes import MALFORMED_RESPONSE, STREAM_CLOSED
 from ._errors import classify_inband_error
 from ._signals import Done, Halt
-from ._stage import Operator, PassThroughEnd, stage_operator
+from ._stage import BaseStage, Operator, stage_operator
 from ._wire import UNSET, DecodeError, WireChunk, decode_chunk
 
 __all__ = ["parse_sse"]
@@ -43,7 +43,7 @@ def _quote(payload: bytes, limit: int = 120) -> str:
     return payload.decode("utf-8", errors="replace")[:limit]
 
 
-class _ParseSse(PassThroughEnd):
+class _ParseSse(BaseStage):
     __slots__ = ("at_start", "data", "event", "finished", "pending_cr", "rest", "saw_finish")
 
     def __init__(self) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeAlias
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
 
-__all__ = ["Batch", "Operator", "Stage", "stage_operator"]
+__all__ = ["BaseStage", "Batch", "Operator", "Stage", "stage_operator"]
 
 Batch: TypeAlias = Sequence[Any]
 Operator: TypeAlias = Callable[[Observable[Any]], Observable[Any]]
@@ -43,7 +43,7 @@ class Stage(Protocol):
         ...
 
 
-class PassThroughEnd:
+class BaseStage:
     """Defaults for stages with nothing to say at the end."""
 
     finished: bool = False

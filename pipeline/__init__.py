@@ -1,12 +1,15 @@
 """The composition of the operators, the facades, and the I/O: sources, assembler, CLI.
 
-    from pipeline import translate, stream, assemble
-
-    chunks = pipeline.collect(Path("response.sse"))          # synchronous
-    async for chunk in pipeline.stream(response.aiter_bytes()):  # asynchronous, paced by the caller
+    chunks = pipeline.collect(Path("response.sse"))              # recorded bytes, synchronous
+    async for chunk in pipeline.stream(response.aiter_bytes()):  # any async byte source, paced by the caller
         ...
+    async with pipeline.ChatClient(base_url, model=...) as client:   # a live endpoint, with bounded retry
+        async for chunk in client.stream(messages, tools=tools):
+            ...
     message = pipeline.assemble(chunks)
 """
+
+from operators import RetryPolicy
 
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
 from ._translate import (
@@ -19,11 +22,16 @@ from ._translate import (
     translate,
     translate_batches,
 )
+from ._transport import ChatClient, ClientConfig, ConfigError
 
 __all__ = [
     "Assembler",
     "AssistantMessage",
     "ByteSource",
+    "ChatClient",
+    "ClientConfig",
+    "ConfigError",
+    "RetryPolicy",
     "assemble",
     "assemble_async",
     "bytes_source",

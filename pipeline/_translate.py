@@ -185,10 +185,15 @@ def translate(
     return chunks
 
 
-def collect(source: ByteSource | Observable[bytes], *, anomalies: bool = False) -> list[Chunk]:
+def collect(
+    source: ByteSource | Observable[bytes],
+    *,
+    anomalies: bool = False,
+    operators: Iterable[Operator] | None = None,
+) -> list[Chunk]:
     """Every chunk of a synchronous source, as a list."""
     out: list[Chunk] = []
-    translate(source, anomalies=anomalies).subscribe(on_next=out.append)
+    translate(source, anomalies=anomalies, operators=operators).subscribe(on_next=out.append)
     return out
 
 
