@@ -58,6 +58,8 @@ class _ParseSse(BaseStage):
     # -- framing --------------------------------------------------------------------------------------------------
 
     def on_batch(self, piece: bytes) -> list[Any]:
+        if not piece:
+            return []
         buf = self.rest + piece if self.rest else bytes(piece)
         if self.at_start:
             if len(buf) < len(_BOM) and _BOM.startswith(buf):

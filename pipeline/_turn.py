@@ -1,0 +1,197 @@
+"""The tool-calling turn loop: request -> stream (with retry) -> assemble -> persist -> run tools -> repeat.
+
+    async for event in run_turn(client, session, registry, "What is the weather in Paris?"):
+        ...   # TurnEvent: step-start, chunk, attempt-failed, retry, assistant-message, tool-call, tool-result,
+              #            step-end, turn-end
+
+Per step:
+
+1. The request carries ``session.messages()`` (the committed history) and the registry's tool schemas.
+2. The response streams through the pipeline with ``retry_when_retryable``. A retried attempt is recorded as
+   ``assistant/attempt`` (its chunks, for the record) followed by ``llm/retry``; its partial output and its error text
+   never reach the next request's messages, which are the same messages again (reference R-3, R-15), and its tool
+   calls never run.
+3. A successful response is committed as ``assistant/message``; each of its tool calls (identified by construction:
+   a ``ToolCallBlock`` cannot exist without a non-empty id and name) is recorded as ``tool/call``, the tools run
+   (concurrently when the model asked for several), and each result is recorded as ``tool/result``.
+4. The loop goes on until the model stops calling tools, the response fails, or ``max_steps`` is reached.
+
+Setting ``cancel`` stops the request or a pending retry, or abandons running tools (each gets an error result), and
+ends the turn ``aborted``. The session is consistent after every event: a crash mid-turn leaves a log that
+``Session.recover`` closes without re-running anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import attrs
+
+from operators import Chunk, Failure, FinishReason, Retry, ToolCallBlock
+from operators._codes import ABORTED
+
+from ._assemble import Assembler, AssistantMessage
+from ._session import Session
+from ._tools import ToolRegistry, ToolResult
+from ._transport import ChatClient
+
+__all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
+
+TurnEventKind = Literal[
+    "step-start",
+    "chunk",
+    "attempt-failed",
+    "retry",
+    "assistant-message",
+    "tool-call",
+    "tool-result",
+    "step-end",
+    "turn-end",
+]
+
+
+@attrs.frozen
+class TurnEvent:
+    """One observable moment of a turn, for a UI. ``data`` depends on ``kind``:
+
+    chunk: the Chunk; attempt-failed / retry: the Retry chunk; assistant-message: the AssistantMessage;
+    tool-call: the ToolCallBlock; tool-result: (ToolCallBlock, ToolResult); turn-end: the reason dict.
+    """
+
+    kind: TurnEventKind
+    turn: int
+    step: int
+    data: Any = None
+
+
+def _provider(client: ChatClient) -> str:
+    parts = urlsplit(client.config.base_url)
+    return parts.netloc or client.config.base_url
+
+
+def _content(message: AssistantMessage) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    if message.reasoning:
+        content.append({"type": "reasoning", "text": message.reasoning})
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    content.extend(call.to_json() for call in message.tool_calls)
+    return content
+
+
+async def _run_tools(
+    registry: ToolRegistry, calls: Sequence[ToolCallBlock], cancel: asyncio.Event | None
+) -> list[ToolResult] | None:
+    """The tools' results in call order, or None when ``cancel`` was set first (the tools are cancelled)."""
+    work = asyncio.ensure_future(registry.call_many([(call.name, call.arguments) for call in calls]))
+    if cancel is None:
+        return await work
+    stop = asyncio.ensure_future(cancel.wait())
+    try:
+        done, _ = await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if work in done:
+        return work.result()
+    work.cancel()
+    return None
+
+
+async def run_turn(
+    client: ChatClient,
+    session: Session,
+    registry: ToolRegistry,
+    user_message: str,
+    *,
+    max_steps: int = 8,
+    cancel: asyncio.Event | None = None,
+    **request: Any,
+) -> AsyncIterator[TurnEvent]:
+    """Runs one user turn to its end, persisting every step; yields TurnEvents as they happen."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    turn = session.next_turn()
+    session.append_user_message(user_message)
+    provider = _provider(client)
+    tools = registry.schemas() or None
+
+    async def end(step: int, reason: dict[str, Any]) -> TurnEvent:
+        session.append_turn_end(turn, reason)
+        return TurnEvent("turn-end", turn, step, reason)
+
+    for step in range(1, max_steps + 1):
+        yield TurnEvent("step-start", turn, step)
+        assembler = Assembler()
+        attempt = 1
+        attempt_chunks: list[Chunk] = []
+        async for chunk in client.stream(session.messages(), tools=tools, cancel=cancel, **request):
+            assembler.feed(chunk)
+            if isinstance(chunk, Retry):
+                session.append_attempt(turn, step, attempt, [c.to_json() for c in attempt_chunks], chunk.failure)
+                session.append_retry(turn, step, chunk.attempt, chunk.max_retries, chunk.delay_ms, chunk.failure)
+                yield TurnEvent("attempt-failed", turn, step, chunk)
+                yield TurnEvent("retry", turn, step, chunk)
+                attempt += 1
+                attempt_chunks = []
+                continue
+            attempt_chunks.append(chunk)
+            yield TurnEvent("chunk", turn, step, chunk)
+        message = assembler.result()
+
+        failure = message.finish.failure
+        if failure is not None:  # error or aborted: the attempt is kept for the record, nothing is committed
+            session.append_attempt(turn, step, attempt, [c.to_json() for c in attempt_chunks], failure)
+            yield await end(step, message.finish.to_json())
+            return
+
+        session.append_assistant_message(
+            turn,
+            step,
+            content=_content(message),
+            provider=provider,
+            model=client.config.model,
+            usage=message.usage,
+            finish=message.finish,
+        )
+        yield TurnEvent("assistant-message", turn, step, message)
+        if not message.tool_calls:
+            session.append_step_end(turn, step)
+            yield TurnEvent("step-end", turn, step)
+            yield await end(step, {"kind": "stop"})
+            return
+
+        for call in message.tool_calls:
+            session.append_tool_call(turn, step, call.id, call.name, call.arguments)
+            yield TurnEvent("tool-call", turn, step, call)
+        results = await _run_tools(registry, message.tool_calls, cancel)
+        cancelled = results is None
+        if results is None:
+            results = [ToolResult("cancelled: the turn was cancelled before the tool finished", is_error=True)] * len(
+                message.tool_calls
+            )
+        for call, result in zip(message.tool_calls, results, strict=True):
+            session.append_tool_result(turn, step, call.id, result.text, is_error=result.is_error)
+            yield TurnEvent("tool-result", turn, step, (call, result))
+        session.append_step_end(turn, step)
+        yield TurnEvent("step-end", turn, step)
+        if cancelled:
+            reason = FinishReason("aborted", Failure(ABORTED, "cancelled by the caller")).to_json()
+            yield await end(step, reason)
+            return
+
+    yield await end(max_steps, {"kind": "max-steps"})
+
+
+async def run_turn_to_end(
+    client: ChatClient,
+    session: Session,
+    registry: ToolRegistry,
+    user_message: str,
+    **kwargs: Any,
+) -> list[TurnEvent]:
+    """Runs a turn and returns all its events (convenience for scripts and tests)."""
+    return [event async for event in run_turn(client, session, registry, user_message, **kwargs)]
+
