@@ -12,6 +12,18 @@
 from operators import RetryPolicy
 
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
+from ._session import (
+    RepairReport,
+    Session,
+    SessionCorruptionError,
+    SessionError,
+    SessionEvent,
+    SessionLockedError,
+    SessionWriteError,
+    check,
+    repair,
+)
+from ._tools import Tool, ToolRegistry, ToolResult
 from ._translate import (
     ByteSource,
     bytes_source,
@@ -23,6 +35,7 @@ from ._translate import (
     translate_batches,
 )
 from ._transport import ChatClient, ClientConfig, ConfigError
+from ._turn import TurnEvent, run_turn, run_turn_to_end
 
 __all__ = [
     "Assembler",
@@ -31,12 +44,27 @@ __all__ = [
     "ChatClient",
     "ClientConfig",
     "ConfigError",
+    "RepairReport",
     "RetryPolicy",
+    "Session",
+    "SessionCorruptionError",
+    "SessionError",
+    "SessionEvent",
+    "SessionLockedError",
+    "SessionWriteError",
+    "Tool",
+    "ToolRegistry",
+    "ToolResult",
+    "TurnEvent",
     "assemble",
     "assemble_async",
     "bytes_source",
+    "check",
     "collect",
     "protocol_operators",
+    "repair",
+    "run_turn",
+    "run_turn_to_end",
     "stream",
     "to_chunks",
     "translate",

@@ -238,6 +238,27 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, Any]:
+    """``--tools``: a JSON file of tool schemas (offered only), or a Python module whose tools run."""
+    if not spec:
+        return None, None
+    if spec.endswith(".json"):
+        try:
+            loaded = json.loads(Path(spec).read_text())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"cannot read tools from {spec}: {exc}") from exc
+        if not isinstance(loaded, list):
+            raise CliError(f"{spec} must hold a JSON list of tool schemas")
+        return loaded, None
+    from ._tools import ToolRegistry
+
+    try:
+        registry = ToolRegistry.from_module(spec)
+    except (ValueError, ImportError, OSError) as exc:
+        raise CliError(f"cannot load tools from {spec}: {exc}") from exc
+    return None, registry
+
+
 def _cmd_chat(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -245,15 +266,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
     from ._transport import ChatClient, ConfigError
 
-    tools: list[dict[str, Any]] | None = None
-    if args.tools:
-        try:
-            loaded = json.loads(Path(args.tools).read_text())
-        except (OSError, ValueError) as exc:
-            raise CliError(f"cannot read tools from {args.tools}: {exc}") from exc
-        if not isinstance(loaded, list):
-            raise CliError(f"{args.tools} must hold a JSON list of tool schemas")
-        tools = loaded
+    schemas, registry = _load_tools(args.tools)
     try:
         client = ChatClient(
             args.base_url,
@@ -263,16 +276,83 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
+    mode = _mode(args)
 
-    async def run() -> None:
-        printer = Printer(sys.stdout, mode=_mode(args))
+    async def run_once() -> None:
+        printer = Printer(sys.stdout, mode=mode)
         async with client:
             messages = [{"role": "user", "content": args.prompt}]
-            async for chunk in client.stream(messages, tools=tools, anomalies=args.anomalies or printer.mode == "text"):
+            async for chunk in client.stream(messages, tools=schemas, anomalies=args.anomalies or mode == "text"):
                 printer.chunk(chunk)
         printer.summary()
 
-    asyncio.run(run())
+    if args.session is None and registry is None:
+        asyncio.run(run_once())
+        return 0
+    return asyncio.run(_chat_turn(args, client, registry, mode))
+
+
+async def _chat_turn(args: argparse.Namespace, client: Any, registry: Any, mode: str) -> int:
+    from ._session import Session, SessionError
+    from ._tools import ToolRegistry
+    from ._turn import run_turn
+
+    if registry is None:
+        registry = ToolRegistry()
+    path = Path(args.session) if args.session else None
+    try:
+        session = Session.open(path) if path is not None else _memory_session()
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    printer = Printer(sys.stdout, mode=mode)
+    try:
+        async with client:
+            async for event in run_turn(client, session, registry, args.prompt, max_steps=args.max_steps):
+                if event.kind == "chunk" or event.kind == "retry":
+                    printer.chunk(event.data)
+                elif mode == "text" and event.kind == "step-start":
+                    sys.stdout.write(f"-- step {event.step}\n")
+                elif mode == "text" and event.kind == "tool-result":
+                    call, result = event.data
+                    flag = " (error)" if result.is_error else ""
+                    sys.stdout.write(f"    tool result  {call.name} {call.id}{flag}: {result.text[:200]}\n")
+                elif mode == "text" and event.kind == "turn-end":
+                    sys.stdout.write(f"-- turn {event.turn} ended: {event.data['kind']}\n")
+    finally:
+        session.close()
+    if mode == "assembled":
+        printer.summary()
+    elif mode == "text" and path is not None:
+        sys.stdout.write(f"session: {path} ({len(session.events)} events)\n")
+    return 0
+
+
+def _memory_session() -> Any:
+    import tempfile
+
+    from ._session import Session
+
+    return Session.open(Path(tempfile.mkdtemp(prefix="llm-stream-")) / "session.jsonl", fsync=False)
+
+
+def _cmd_session(args: argparse.Namespace) -> int:
+    from ._session import check, repair
+
+    path = Path(args.file)
+    if not path.exists():
+        raise CliError(f"cannot read {args.file}: No such file or directory")
+    if args.action == "check":
+        problems = check(path)
+        for problem in problems:
+            print(problem)
+        print(f"{path}: {len(problems)} violation(s)" if problems else f"{path}: ok, loadable")
+        return 1 if problems else 0
+    report = repair(path)
+    for problem in report.problems:
+        print(f"fixed: {problem}")
+    where = f" into {report.quarantine_path}" if report.quarantine_path else ""
+    turns = f" (turns {', '.join(map(str, report.turns_quarantined))})" if report.turns_quarantined else ""
+    print(f"{path}: kept {report.kept} events, quarantined {report.quarantined}{turns}{where}; the log loads")
     return 0
 
 
@@ -286,11 +366,22 @@ def _register_live(commands: Any, output_flags: Callable[[argparse.ArgumentParse
     p.add_argument("prompt", help="the user message")
     p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default: LLM_STREAM_BASE_URL, else DeepSeek)")
-    p.add_argument("--tools", metavar="FILE.json", help="a JSON list of OpenAI tool schemas to offer the model")
+    p.add_argument(
+        "--tools",
+        metavar="FILE.json|MODULE",
+        help="a JSON list of tool schemas to offer, or a Python module (or .py file) whose tools are run",
+    )
+    p.add_argument("--session", metavar="FILE", help="continue (or start) a session log; runs the tool loop")
+    p.add_argument("--max-steps", type=int, default=8, help="tool-calling steps per turn (default 8)")
     p.add_argument("--max-retries", type=int, default=2, help="retries after a retryable failure (default 2)")
     p.add_argument("--idle-timeout", type=float, default=None, help="seconds without data before TIMEOUT (300)")
     output_flags(p)
     p.set_defaults(run=_cmd_chat)
+
+    p = commands.add_parser("session", help="check or repair a session log")
+    p.add_argument("action", choices=["check", "repair"], help="check: list every violation; repair: recover")
+    p.add_argument("file", help="the session log (.jsonl)")
+    p.set_defaults(run=_cmd_session)
 
 
 _EXTRA_COMMANDS: list[Callable[[Any, Callable[[argparse.ArgumentParser], None]], None]] = [_register_live]
