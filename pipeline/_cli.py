@@ -262,7 +262,7 @@ def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, Any]:
 def _cmd_chat(args: argparse.Namespace) -> int:
     import asyncio
 
-    from operators import RetryPolicy
+    from operators import RetryPolicy, RetryPolicyError
 
     from ._transport import ChatClient, ConfigError
 
@@ -274,6 +274,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
             retry_policy=RetryPolicy.normal(max_retries=args.max_retries),
             idle_timeout=args.idle_timeout,
         )
+    except RetryPolicyError as exc:
+        raise CliError(f"--max-retries: {exc}") from exc
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
     mode = _mode(args)

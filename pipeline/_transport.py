@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ipaddress
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -65,8 +66,14 @@ class ConfigError(ValueError):
 
 
 def is_loopback(base_url: str) -> bool:
+    """True for ``localhost`` and loopback IP literals (127.0.0.0/8, ::1); a DNS name like 127.example.com is not."""
     host = urlsplit(base_url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @attrs.frozen
