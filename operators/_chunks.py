@@ -355,7 +355,8 @@ def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
         if kind == "reasoning-delta":
             return ReasoningDelta(data["index"], data["text"])
         if kind == "tool-call-delta":
-            return ToolCallDelta(data["index"], data["id"], data.get("name"), data["arguments_delta"])
+            # a record may leave out an id that was not known yet (the session log stores no empty ids)
+            return ToolCallDelta(data["index"], data.get("id", ""), data.get("name"), data["arguments_delta"])
         if kind == "block-end":
             return BlockEnd(data["index"], _block_from_json(data["block"]))
         if kind == "usage":

@@ -88,7 +88,8 @@ class _ParseSse(BaseStage):
                     data.clear()
                     self._dispatch(payload, out)
                     if self.finished:
-                        self._report_after_done(lines[position + 1 :], out)
+                        if type(out[-1]) is Done:
+                            self._report_after_done(lines[position + 1 :], out)
                         break
                 self.event = b""
             elif line[:1] == b":":

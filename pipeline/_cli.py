@@ -320,6 +320,8 @@ async def _chat_turn(args: argparse.Namespace, client: Any, registry: Any, mode:
                     sys.stdout.write(f"    tool result  {call.name} {call.id}{flag}: {result.text[:200]}\n")
                 elif mode == "text" and event.kind == "turn-end":
                     sys.stdout.write(f"-- turn {event.turn} ended: {event.data['kind']}\n")
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
     finally:
         session.close()
     if mode == "assembled":

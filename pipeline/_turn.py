@@ -16,6 +16,7 @@ Per step:
    (concurrently when the model asked for several), and each result is recorded as ``tool/result``.
 4. The loop goes on until the model stops calling tools, the response fails, or ``max_steps`` is reached.
 
+A session whose last turn was interrupted (a crash) is recovered first with ``Session.recover``.
 Setting ``cancel`` stops the request or a pending retry, or abandons running tools (each gets an error result), and
 ends the turn ``aborted``. The session is consistent after every event: a crash mid-turn leaves a log that
 ``Session.recover`` closes without re-running anything.
@@ -72,6 +73,18 @@ def _provider(client: ChatClient) -> str:
     return parts.netloc or client.config.base_url
 
 
+def _record(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """A failed attempt's chunks for ``assistant/attempt``. A tool-call delta whose id was not known yet is recorded
+    without the ``id`` key, so that no line of the log holds an empty call id (``chunk_from_json`` reads it back)."""
+    out = []
+    for chunk in chunks:
+        data = chunk.to_json()
+        if data["type"] == "tool-call-delta" and not data["id"]:
+            del data["id"]
+        out.append(data)
+    return out
+
+
 def _content(message: AssistantMessage) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     if message.reasoning:
@@ -113,6 +126,9 @@ async def run_turn(
     """Runs one user turn to its end, persisting every step; yields TurnEvents as they happen."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    if session.state.open_turn is not None:
+        # A crash interrupted the last turn: close it first (P3: only the missing closers, nothing is re-run).
+        session.recover()
     turn = session.next_turn()
     session.append_user_message(user_message)
     provider = _provider(client)
@@ -130,7 +146,7 @@ async def run_turn(
         async for chunk in client.stream(session.messages(), tools=tools, cancel=cancel, **request):
             assembler.feed(chunk)
             if isinstance(chunk, Retry):
-                session.append_attempt(turn, step, attempt, [c.to_json() for c in attempt_chunks], chunk.failure)
+                session.append_attempt(turn, step, attempt, _record(attempt_chunks), chunk.failure)
                 session.append_retry(turn, step, chunk.attempt, chunk.max_retries, chunk.delay_ms, chunk.failure)
                 yield TurnEvent("attempt-failed", turn, step, chunk)
                 yield TurnEvent("retry", turn, step, chunk)
@@ -143,7 +159,7 @@ async def run_turn(
 
         failure = message.finish.failure
         if failure is not None:  # error or aborted: the attempt is kept for the record, nothing is committed
-            session.append_attempt(turn, step, attempt, [c.to_json() for c in attempt_chunks], failure)
+            session.append_attempt(turn, step, attempt, _record(attempt_chunks), failure)
             yield await end(step, message.finish.to_json())
             return
 

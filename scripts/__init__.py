@@ -1,0 +1,1 @@
+"""Maintenance scripts: documentation generated from the code and from the real-stream corpus."""

@@ -1,0 +1,61 @@
+"""The generated documentation agrees with the code and the corpus it is generated from.
+
+- ``docs/protocol.md``: the error-code table between ``<!-- codes:begin -->`` and ``<!-- codes:end -->`` is exactly
+  what ``scripts/gen_docs.py`` generates from ``operators.CODES``.
+- ``docs/gateways.md``: exactly what ``scripts/gen_gateways.py`` generates from the real-stream corpus (skipped when
+  the corpus is not there).
+
+Fix a failure by running the script named in the message, and commit the regenerated page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from operators import CODES, CodeInfo
+from scripts import gen_docs, gen_gateways
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_protocol_code_table_matches_operators_codes() -> None:
+    diff = gen_docs.check(DOCS / "protocol.md")
+
+    assert not diff, "docs/protocol.md is out of date: run python scripts/gen_docs.py\n" + "\n".join(diff)
+
+
+def test_the_code_table_lists_every_code_with_its_retryability() -> None:
+    table = gen_docs.codes_table()
+
+    for info in CODES.values():
+        assert f"| `{info.code}` | {'yes' if info.retryable else 'no'} |" in table
+
+
+def test_check_reports_a_drifted_table(tmp_path: Path) -> None:
+    page = tmp_path / "protocol.md"
+    page.write_text((DOCS / "protocol.md").read_text(encoding="utf-8"), encoding="utf-8")
+    extra = {**CODES, "NEW_CODE": CodeInfo("NEW_CODE", True, "a code added to the table but not to the docs")}
+
+    diff = gen_docs.check(page, extra)
+
+    assert any("NEW_CODE" in line for line in diff)
+
+
+def test_check_rejects_a_page_without_markers(tmp_path: Path) -> None:
+    page = tmp_path / "protocol.md"
+    page.write_text("# no table here\n", encoding="utf-8")
+
+    with pytest.raises(ValueError, match="codes:begin"):
+        gen_docs.check(page)
+
+
+def test_gateways_page_matches_the_corpus() -> None:
+    fixtures = gen_gateways.find_fixtures()
+    if fixtures is None:
+        pytest.skip("the real-stream corpus is not present (set LLM_STREAM_FIXTURES)")
+
+    diff = gen_gateways.check(fixtures, DOCS / "gateways.md")
+
+    assert not diff, "docs/gateways.md is out of date: run python scripts/gen_gateways.py\n" + "\n".join(diff[:80])
