@@ -12,6 +12,7 @@
 from operators import RetryPolicy
 
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
+from ._examples import example_path
 from ._session import (
     RepairReport,
     Session,
@@ -37,6 +38,16 @@ from ._translate import (
 from ._transport import ChatClient, ClientConfig, ConfigError
 from ._turn import TurnEvent, run_turn, run_turn_to_end
 
+
+def __getattr__(name: str) -> object:
+    """``Emulator`` and ``EmulatorConfig`` import lazily: they need the ``emulator`` extra (starlette, uvicorn)."""
+    if name in ("Emulator", "EmulatorConfig"):
+        from . import _emulator
+
+        return getattr(_emulator, name)
+    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+
+
 __all__ = [
     "Assembler",
     "AssistantMessage",
@@ -44,6 +55,8 @@ __all__ = [
     "ChatClient",
     "ClientConfig",
     "ConfigError",
+    "Emulator",
+    "EmulatorConfig",
     "RepairReport",
     "RetryPolicy",
     "Session",
@@ -61,6 +74,7 @@ __all__ = [
     "bytes_source",
     "check",
     "collect",
+    "example_path",
     "protocol_operators",
     "repair",
     "run_turn",

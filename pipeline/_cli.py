@@ -17,7 +17,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,6 +35,7 @@ from operators import (
 )
 
 from ._assemble import Assembler, AssistantMessage
+from ._examples import example_path
 from ._translate import READ_SIZE, translate
 
 __all__ = ["Printer", "main"]
@@ -171,12 +171,6 @@ def replay(source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool
     translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
     printer.summary()
     return printer.message()
-
-
-def example_path(name: str = "seed-bug") -> Path:
-    """A bundled example stream (``seed-bug``: continuation deltas repeating identity as ``""`` and ``null``)."""
-    resource = resources.files("pipeline").joinpath("examples", f"{name}.sse")
-    return Path(str(resource))
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -44,7 +44,8 @@ def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
 
 
 def run_demo(out: TextIO) -> int:
-    from ._cli import Printer, example_path
+    from ._cli import Printer
+    from ._examples import example_path
 
     path = example_path("seed-bug")
     data = path.read_bytes()

@@ -16,7 +16,8 @@ import pytest
 
 import pipeline
 from operators._codes import STREAM_CLOSED
-from pipeline._cli import example_path, main
+from pipeline import example_path
+from pipeline._cli import main
 from pipeline._emulator import Emulator
 
 SEED_BUG = example_path("seed-bug")

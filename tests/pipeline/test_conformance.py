@@ -64,7 +64,8 @@ def test_finish_and_usage_agree_with_the_wire(path: Path) -> None:
         assert message.finish.kind == "error"
         assert message.finish.failure is not None
         provider_message = error.get("message") if isinstance(error, dict) else str(error)
-        assert provider_message and provider_message[:100] in message.finish.failure.message
+        assert provider_message
+        assert provider_message[:100] in message.finish.failure.message
     elif expected.get("refusal"):
         assert message.finish.code == "REFUSAL"
         assert message.refusal == expected["refusal"]
