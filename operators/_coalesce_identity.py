@@ -105,7 +105,7 @@ class _CoalesceIdentity(BaseStage):
     def _chunk(self, chunk: WireChunk, out: list[Any]) -> None:
         if chunk.choices:
             for choice in chunk.choices:
-                if choice.index != 0:
+                if choice.index:  # None (a null index) is choice 0
                     self._report_once(f"choice-{choice.index}", out, "extra-choice", None,
                                       f"choice {choice.index} ignored: only choice 0 is the message (n > 1)")
                     continue

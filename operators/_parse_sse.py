@@ -139,12 +139,12 @@ class _ParseSse(BaseStage):
             self.finished = True
             return
         if not self.saw_finish and chunk.choices:
-            self.saw_finish = any(choice.finish_reason is not None for choice in chunk.choices)
+            self.saw_finish = any(c.finish_reason is not None and not c.index for c in chunk.choices)
 
     def _halt_on_error_event(self, payload: bytes, out: list[Any]) -> None:
         try:
             body = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = {"message": _quote(payload, 500)}
         error = body.get("error", body) if isinstance(body, dict) else body
         out.append(Halt(classify_inband_error(error)))

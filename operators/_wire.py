@@ -52,7 +52,7 @@ class WireDelta(msgspec.Struct):
 
 
 class WireChoice(msgspec.Struct):
-    index: int = 0
+    index: int | None = 0  # null is read as choice 0
     delta: WireDelta | None = None
     finish_reason: str | None = None
 

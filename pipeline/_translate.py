@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from reactivex import Observable, abc
-from reactivex.disposable import Disposable
+from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.scheduler import CurrentThreadScheduler
 from reactivex.subject import Subject
 
 from operators import (
@@ -79,34 +80,41 @@ def _pieces(source: ByteSource) -> Callable[[], Iterator[bytes]]:
 
 
 def bytes_source(source: ByteSource) -> Observable[bytes]:
-    """A cold Observable of byte pieces that runs synchronously on subscribe and stops when disposed."""
+    """A cold Observable of byte pieces that runs synchronously on subscribe and stops reading when disposed.
+
+    The reading loop runs on the current thread's trampoline, so it starts only once the whole chain has subscribed:
+    a stage that finishes early (``parse_sse`` at ``[DONE]``) can then dispose it, and no further piece is read.
+    ``subscribe()`` still returns only when the source is exhausted or disposed.
+    """
     make = _pieces(source)
 
     def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
         disposed = False
 
-        def dispose() -> None:
+        def stop() -> None:
             nonlocal disposed
             disposed = True
 
-        disposable = Disposable(dispose)
-        pieces = make()
-        try:
-            for piece in pieces:
-                if disposed:
-                    break
-                observer.on_next(piece)
-        except Exception as exc:  # a failing file or iterator ends the response, it does not escape
+        def run(*_: Any) -> None:
+            pieces = make()
+            try:
+                for piece in pieces:
+                    observer.on_next(piece)
+                    if disposed:  # checked before the next read is pulled
+                        return
+            except Exception as exc:  # a failing file or iterator ends the response, it does not escape
+                if not disposed:
+                    observer.on_error(exc)
+                return
+            finally:
+                close = getattr(pieces, "close", None)
+                if close is not None:
+                    close()
             if not disposed:
-                observer.on_error(exc)
-            return disposable
-        finally:
-            close = getattr(pieces, "close", None)
-            if close is not None:
-                close()
-        if not disposed:
-            observer.on_completed()
-        return disposable
+                observer.on_completed()
+
+        scheduled = CurrentThreadScheduler.singleton().schedule(run)
+        return CompositeDisposable(Disposable(stop), scheduled)
 
     return Observable(subscribe)
 
