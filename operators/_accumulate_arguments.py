@@ -23,6 +23,10 @@ from ._stage import BaseStage, Operator, stage_operator
 __all__ = ["accumulate_arguments"]
 
 
+def _text(buffer: bytearray) -> str:
+    return buffer.decode("utf-8", "surrogatepass")
+
+
 class _Arguments:
     __slots__ = ("id", "name", "null_reported", "parts", "wire_index")
 
@@ -30,7 +34,7 @@ class _Arguments:
         self.wire_index = wire_index
         self.id: str | None = None
         self.name: str | None = None
-        self.parts: list[str] = []
+        self.parts = bytearray()  # UTF-8: one buffer per call, not one str object per fragment
         self.null_reported = False
 
 
@@ -47,7 +51,7 @@ class _AccumulateArguments(BaseStage):
                 out.append(self._fragment(item, out))
             elif kind is Done:
                 out.extend(
-                    ToolCallState(index, call.wire_index, call.id, call.name, "".join(call.parts))
+                    ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts))
                     for index, call in self.calls.items()
                 )
                 out.append(item)
@@ -64,7 +68,7 @@ class _AccumulateArguments(BaseStage):
         arguments = fragment.arguments
         if type(arguments) is str:
             if arguments:
-                call.parts.append(arguments)
+                call.parts += arguments.encode("utf-8", "surrogatepass")
         else:
             if arguments is None and not call.null_reported:
                 call.null_reported = True

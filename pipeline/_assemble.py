@@ -71,7 +71,7 @@ class Assembler:
 
     def __init__(self) -> None:
         self._kinds: dict[int, str] = {}
-        self._texts: dict[int, list[str]] = {}
+        self._texts: dict[int, bytearray] = {}  # UTF-8 per block: memory stays flat on long responses
         self._calls: dict[int, ToolCallBlock] = {}
         self._usage: Usage | None = None
         self._usage_total: Usage | None = None
@@ -80,10 +80,10 @@ class Assembler:
 
     def feed(self, chunk: Chunk) -> None:
         if isinstance(chunk, TextDelta | ReasoningDelta):
-            self._texts[chunk.index].append(chunk.text)
+            self._texts[chunk.index] += chunk.text.encode("utf-8", "surrogatepass")
         elif isinstance(chunk, BlockStart):
             self._kinds[chunk.index] = chunk.block_type
-            self._texts[chunk.index] = []
+            self._texts[chunk.index] = bytearray()
         elif isinstance(chunk, BlockEnd):
             if isinstance(chunk.block, ToolCallBlock):
                 self._calls[chunk.index] = chunk.block
@@ -101,7 +101,8 @@ class Assembler:
             self._usage = None
 
     def _joined(self, block_type: str) -> str:
-        return "".join("".join(self._texts[i]) for i, kind in self._kinds.items() if kind == block_type)
+        parts = (self._texts[i] for i, kind in self._kinds.items() if kind == block_type)
+        return "".join(part.decode("utf-8", "surrogatepass") for part in parts)
 
     def result(self) -> AssistantMessage:
         finish = self._finish

@@ -1,0 +1,1 @@
+"""Benchmarks of llm-stream-pipeline: ``python -m benchmarks.run`` (see README.md)."""

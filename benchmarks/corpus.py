@@ -1,0 +1,411 @@
+"""A seeded generator of realistic OpenAI ``chat.completion.chunk`` streams, so every run measures the same bytes.
+
+One response is:
+
+- a role delta (``{"role": "assistant", "content": "", "refusal": null}``);
+- a long text in many small deltas (one or two words, with punctuation, newlines, and some non-ASCII: accents,
+  dashes, arrows and 4-byte emoji, so 4 KB reads cut UTF-8 characters);
+- K tool calls, one after the other as OpenAI sends parallel calls: an opener carrying ``id``, ``type``,
+  ``function.name`` and ``arguments: ""``, then the arguments (a JSON object) in 3 to 12 character fragments.
+  Continuation deltas come in the three shapes seen on the wire: plain (``{"index", "function": {"arguments"}}``),
+  and the seed's shapes repeating the identity blanked out: ``"id": "", "name": ""`` and ``"id": null,
+  "name": null`` (``type`` stays ``"function"``: see ``run.py``'s peer note on ``"type": null``);
+- a ``finish_reason`` delta (``tool_calls`` when there are calls, else ``stop``);
+- a usage-only trailing chunk (``"choices": []`` with ``usage``), as ``stream_options.include_usage`` sends it;
+- ``data: [DONE]``.
+
+Every event is the full OpenAI envelope (``id``, ``object``, ``created``, ``model``, ``service_tier``,
+``system_fingerprint``, ``choices[{index, delta, logprobs: null, finish_reason}]``, ``usage: null`` and the
+``obfuscation`` padding OpenAI adds to stream chunks), ~330 bytes an event on average.
+
+``response(events=N)`` builds a response of N JSON payloads (the ``[DONE]`` line is not counted), and returns the
+bytes with what it put in them (text, tool calls, counts), for checking the assembled message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CORPUS_DIR",
+    "SIZES",
+    "Corpus",
+    "ExpectedCall",
+    "Size",
+    "build",
+    "fixed_size_response",
+    "response",
+    "write",
+]
+
+CORPUS_DIR = Path(__file__).resolve().parent / ".corpus"
+"""Where corpora are written for the replay-from-file tests (git-ignored)."""
+
+DEFAULT_SEED = 20240611
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Size:
+    """A named corpus size: ``events`` JSON payloads in one response with ``tools`` tool calls."""
+
+    name: str
+    events: int
+    tools: int
+    tool_share: float
+    """The share of the payloads that carry tool-call arguments (the rest is mostly text)."""
+    note: str
+
+
+SIZES: dict[str, Size] = {
+    "small": Size("small", 10, 2, 0.5, "one short answer, ~3.5 KB"),
+    "smoke": Size("smoke", 920, 3, 0.25, "~300 KB, for --smoke"),
+    "4k": Size("4k", 4_000, 3, 0.25, "~1.3 MB, for the linearity check"),
+    "medium": Size("medium", 9_000, 4, 0.25, "~3 MB"),
+    "large": Size("large", 153_000, 6, 0.2, "~50 MB: one long response (a long text plus tool calls)"),
+}
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Corpus:
+    """One generated response and what the generator put in it."""
+
+    name: str
+    data: bytes
+    text: str
+    tool_calls: list[ExpectedCall]
+    payloads: int
+    """JSON ``data:`` payloads, ``[DONE]`` excluded: what the floor counts, and ``parse_sse``'s WireChunks."""
+    text_deltas: int
+    """Payloads carrying non-empty ``content`` (each gives one ``text-delta`` chunk)."""
+    tool_deltas: int
+    """Payloads carrying a tool-call entry, openers included (each gives one ``tool-call-delta`` chunk)."""
+    usage: Json = field(default_factory=dict)
+
+    @property
+    def expected_chunks(self) -> int:
+        """Chunks ``pipeline.translate`` should give (anomalies off): every block's start and end, one delta per
+        text or tool payload, the usage and the finish."""
+        blocks = (1 if self.text_deltas else 0) + len(self.tool_calls)
+        return 2 * blocks + self.text_deltas + self.tool_deltas + 2
+
+    @property
+    def arguments_bytes(self) -> int:
+        return sum(len(call.arguments.encode()) for call in self.tool_calls)
+
+    @property
+    def text_bytes(self) -> int:
+        return len(self.text.encode())
+
+    def pieces(self, size: int = 4096) -> list[bytes]:
+        """The bytes as reads of ``size`` bytes (the same pieces for every row of the benchmark)."""
+        data = self.data
+        return [data[start : start + size] for start in range(0, len(data), size)]
+
+
+# --------------------------------------------------------------------------------------------------- content
+
+_WORDS = (
+    "the", "a", "an", "of", "to", "in", "on", "for", "with", "by", "from", "as", "at", "is", "are", "was", "be",
+    "this", "that", "it", "its", "stream", "pipeline", "chunk", "operator", "event", "delta", "token", "response",
+    "message", "tool", "call", "argument", "parser", "decoder", "buffer", "batch", "byte", "line", "payload", "json",
+    "schema", "value", "field", "index", "identity", "block", "text", "reasoning", "finish", "usage", "model",
+    "client", "server", "gateway", "request", "retry", "error", "timeout", "latency", "throughput", "memory",
+    "allocation", "function", "return", "result", "state", "machine", "observable", "subscribe", "emit", "complete",
+    "dispose", "source", "sink", "protocol", "wire", "frame", "envelope", "choice", "content", "role", "assistant",
+    "user", "system", "we", "you", "they", "can", "will", "should", "must", "may", "might", "could", "would", "does",
+    "did", "has", "have", "had", "not", "but", "and", "or", "so", "then", "because", "when", "while", "where",
+    "which", "who", "what", "how", "why", "first", "second", "next", "last", "each", "every", "some", "many", "few",
+    "more", "most",
+)
+_SPECIAL = ("café", "naïve", "—", "→", "über", "🚀", "✅", "日本語", "Ω", "½")
+_PUNCT = (",", ".", ":", ";", "!", "?")
+
+
+def _text_delta(rng: random.Random) -> str:
+    """One or two tokens, the way a model streams them."""
+    roll = rng.random()
+    if roll < 0.03:
+        return "\n\n"
+    if roll < 0.06:
+        return " " + rng.choice(_SPECIAL)
+    word = rng.choice(_WORDS)
+    if roll < 0.35:
+        word += " " + rng.choice(_WORDS)
+    piece = " " + word
+    if rng.random() < 0.12:
+        piece += rng.choice(_PUNCT)
+    if rng.random() < 0.03:
+        piece += ' "quoted"'
+    return piece
+
+
+_TOOL_NAMES = ("write_file", "run_shell", "search_code", "get_weather", "create_issue", "edit_file")
+
+
+def _arguments(rng: random.Random, length: int, n: int) -> str:
+    """A JSON object of exactly ``length`` characters (at least 9), with escapes in it (quotes, newlines,
+    backslashes, non-ASCII) when there is room."""
+    if length < 80:
+        return _padded({"q": ""}, "q", length)
+    body: Json = {"path": f"src/module_{n}.py", "mode": "overwrite", "line": n * 7, "content": ""}
+    budget = length - len(_compact(body)) - 12
+    words: list[str] = []
+    total = 0
+    while total < budget:
+        word = rng.choice(_WORDS)
+        roll = rng.random()
+        if roll < 0.05:
+            word += "\n"
+        elif roll < 0.07:
+            word = f'"{word}"'
+        elif roll < 0.08:
+            word = "C:\\tmp\\" + word
+        elif roll < 0.09:
+            word = rng.choice(_SPECIAL)
+        words.append(word)
+        total += len(_compact(word)) - 1
+    body["content"] = " ".join(words)
+    while len(_compact(body)) > length:
+        words.pop()
+        body["content"] = " ".join(words)
+    return _padded(body, "content", length)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _padded(body: Json, key: str, length: int) -> str:
+    text = _compact(body)
+    missing = length - len(text)
+    body[key] += ("Paris Berlin Tokyo Lima Oslo " * (missing // 29 + 1))[:missing]
+    text = _compact(body)
+    if len(text) != length:
+        raise AssertionError(f"arguments of {len(text)} characters, wanted {length}")
+    return text
+
+
+def _fragment_sizes(rng: random.Random, count: int) -> list[int]:
+    """``count`` sizes of 3 to 12 characters, adding up to at least 9 (the smallest JSON object used)."""
+    sizes = [rng.randint(3, 12) for _ in range(count)]
+    at = 0
+    while sum(sizes) < 9:
+        sizes[at] = min(12, sizes[at] + 9 - sum(sizes))
+        at += 1
+    return sizes
+
+
+# --------------------------------------------------------------------------------------------------- envelopes
+
+_OBFUSCATION = string.ascii_letters + string.digits
+
+
+class _Envelopes:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        suffix = "".join(rng.choice(_OBFUSCATION) for _ in range(29))
+        self.head = {
+            "id": f"chatcmpl-{suffix}",
+            "object": "chat.completion.chunk",
+            "created": 1_733_011_200 + rng.randint(0, 10_000_000),
+            "model": "gpt-4o-2024-08-06",
+            "service_tier": "default",
+            "system_fingerprint": "fp_" + "".join(rng.choice("0123456789abcdef") for _ in range(10)),
+        }
+        self.dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+        # The envelope around the delta, encoded once (the same bytes json.dumps gives for the whole object).
+        self.prefix = "data: " + self.dumps(self.head)[:-1] + ',"choices":[{"index":0,"delta":'
+
+    def _obfuscation(self) -> str:
+        return "".join(self.rng.choices(_OBFUSCATION, k=self.rng.randint(0, 8)))
+
+    def delta(self, delta: Json, finish_reason: str | None = None, *, obfuscation: str | None = None) -> bytes:
+        reason = "null" if finish_reason is None else self.dumps(finish_reason)
+        padding = self._obfuscation() if obfuscation is None else obfuscation
+        return (
+            f'{self.prefix}{self.dumps(delta)},"logprobs":null,"finish_reason":{reason}}}],'
+            f'"usage":null,"obfuscation":"{padding}"}}\n\n'
+        ).encode()
+
+    def usage(self, usage: Json, *, obfuscation: str | None = None) -> bytes:
+        env: Json = dict(self.head)
+        env["choices"] = []
+        env["usage"] = usage
+        env["obfuscation"] = self._obfuscation() if obfuscation is None else obfuscation
+        return b"data: " + self.dumps(env).encode() + b"\n\n"
+
+
+def response(events: int, tools: int = 2, tool_share: float = 0.25, *, seed: int = DEFAULT_SEED,
+             name: str = "custom") -> Corpus:
+    """One response of ``events`` JSON payloads (``[DONE]`` not counted): text, then ``tools`` tool calls."""
+    rng = random.Random(f"{seed}:{events}:{tools}:{tool_share}")
+    env = _Envelopes(rng)
+    fixed = 3  # role, finish, usage
+    body = max(events - fixed, 0)
+    tools = min(tools, body // 2)
+    tool_events = max(round(body * tool_share), 2 * tools) if tools else 0
+    text_events = body - tool_events
+
+    frames: list[bytes] = [env.delta({"role": "assistant", "content": "", "refusal": None})]
+    text_parts: list[str] = []
+    for _ in range(text_events):
+        piece = _text_delta(rng)
+        text_parts.append(piece)
+        frames.append(env.delta({"content": piece}))
+
+    calls: list[ExpectedCall] = []
+    tool_deltas = 0
+    # Split the tool events between the calls; each call is an opener plus its argument fragments.
+    shares = [tool_events // tools + (1 if n < tool_events % tools else 0) for n in range(tools)] if tools else []
+    for n, share in enumerate(shares):
+        call_id = "call_" + "".join(rng.choice(_OBFUSCATION) for _ in range(24))
+        tool_name = _TOOL_NAMES[n % len(_TOOL_NAMES)]
+        sizes = _fragment_sizes(rng, share - 1)
+        arguments = _arguments(rng, sum(sizes), n)
+        fragments: list[str] = []
+        at = 0
+        for step in sizes:  # cut anywhere: inside words, escapes and multi-byte characters' neighbours
+            fragments.append(arguments[at : at + step])
+            at += step
+        opener = {"index": n, "id": call_id, "type": "function", "function": {"name": tool_name, "arguments": ""}}
+        frames.append(env.delta({"tool_calls": [opener]}))
+        for fragment in fragments:
+            roll = rng.random()
+            if roll < 0.5:
+                entry: Json = {"index": n, "function": {"arguments": fragment}}
+            elif roll < 0.75:  # the seed: identity repeated as ""
+                entry = {"index": n, "id": "", "type": "function", "function": {"name": "", "arguments": fragment}}
+            else:  # the seed: identity repeated as null (``type`` kept: with ``"type": null`` the openai SDK's
+                # ChatCompletionStreamState fails an assertion, and it could not be measured at all)
+                entry = {"index": n, "id": None, "type": "function", "function": {"name": None, "arguments": fragment}}
+            frames.append(env.delta({"tool_calls": [entry]}))
+        tool_deltas += 1 + len(fragments)
+        calls.append(ExpectedCall(call_id, tool_name, arguments))
+
+    frames.append(env.delta({}, "tool_calls" if calls else "stop"))
+    completion = text_events + tool_events
+    usage: Json = {
+        "prompt_tokens": 1_843,
+        "completion_tokens": completion,
+        "total_tokens": 1_843 + completion,
+        "prompt_tokens_details": {"cached_tokens": 1_024, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+    frames.append(env.usage(usage))
+    payloads = len(frames)
+    frames.append(b"data: [DONE]\n\n")
+    text = "".join(text_parts)
+    return Corpus(
+        name=name,
+        data=b"".join(frames),
+        text=text,
+        tool_calls=calls,
+        payloads=payloads,
+        text_deltas=sum(1 for part in text_parts if part),
+        tool_deltas=tool_deltas,
+        usage=usage,
+    )
+
+
+def fixed_size_response(events: int, size: int = 448, *, seed: int = DEFAULT_SEED) -> Corpus:
+    """A text response whose every payload event is exactly ``size`` bytes (padded in ``obfuscation``), so a server
+    writing ``size``-byte pieces sends one event per write (the concurrency test drips them at 20 events/s)."""
+    rng = random.Random(f"{seed}:fixed:{events}:{size}")
+    env = _Envelopes(rng)
+
+    def padded(make: Callable[[str], bytes]) -> bytes:
+        missing = size - len(make(""))
+        if missing < 0:
+            raise ValueError(f"an event needs {size - missing} bytes, more than {size}")
+        frame = make("".join(rng.choices(_OBFUSCATION, k=missing)))
+        assert len(frame) == size
+        return frame
+
+    texts = [_text_delta(rng) for _ in range(max(events - 3, 0))]
+    frames = [padded(lambda o: env.delta({"role": "assistant", "content": "", "refusal": None}, obfuscation=o))]
+    for text in texts:
+        frames.append(padded(lambda o, text=text: env.delta({"content": text}, obfuscation=o)))  # type: ignore[misc]
+    frames.append(padded(lambda o: env.delta({}, "stop", obfuscation=o)))
+    usage: Json = {"prompt_tokens": 12, "completion_tokens": len(texts), "total_tokens": 12 + len(texts)}
+    frames.append(padded(lambda o: env.usage(usage, obfuscation=o)))
+    payloads = len(frames)
+    frames.append(b"data: [DONE]\n\n")
+    return Corpus(
+        name=f"fixed-{events}x{size}",
+        data=b"".join(frames),
+        text="".join(texts),
+        tool_calls=[],
+        payloads=payloads,
+        text_deltas=sum(1 for text in texts if text),
+        tool_deltas=0,
+        usage=usage,
+    )
+
+
+def build(name: str, *, seed: int = DEFAULT_SEED) -> Corpus:
+    """The named corpus (see ``SIZES``)."""
+    size = SIZES[name]
+    return response(size.events, size.tools, size.tool_share, seed=seed, name=name)
+
+
+def write(corpus: Corpus, directory: Path = CORPUS_DIR) -> Path:
+    """Writes the bytes to ``<directory>/<name>.sse`` and what they contain to ``<name>.json``; returns the path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{corpus.name}.sse"
+    if not path.exists() or path.stat().st_size != len(corpus.data) or path.read_bytes() != corpus.data:
+        path.write_bytes(corpus.data)
+    facts = {
+        "payloads": corpus.payloads,
+        "bytes": len(corpus.data),
+        "text_bytes": corpus.text_bytes,
+        "arguments_bytes": corpus.arguments_bytes,
+        "expected_chunks": corpus.expected_chunks,
+    }
+    path.with_suffix(".json").write_text(json.dumps(facts, indent=2) + "\n")
+    return path
+
+
+def _main() -> None:
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description="Generate the benchmark corpora and show their shape.")
+    parser.add_argument("--write", metavar="NAME", help="write the named corpus to benchmarks/.corpus/NAME.sse")
+    args = parser.parse_args()
+    if args.write:
+        print(write(build(args.write)))
+        return
+    for name in SIZES:
+        start = time.perf_counter()
+        corpus = build(name)
+        took = time.perf_counter() - start
+        print(
+            f"{name:7} {corpus.payloads:>8,} payloads {len(corpus.data):>12,} bytes "
+            f"({len(corpus.data) / corpus.payloads:.0f} B/event) text {corpus.text_bytes:,} B, "
+            f"{len(corpus.tool_calls)} calls {corpus.arguments_bytes:,} B args, {corpus.expected_chunks:,} chunks, "
+            f"{took * 1000:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    _main()
