@@ -55,10 +55,8 @@ def render(text: str, codes: Mapping[str, CodeInfo] = CODES) -> str:
     return text[: start + len(BEGIN)] + "\n" + codes_table(codes) + "\n" + text[end:]
 
 
-def check(path: Path = PROTOCOL, codes: Mapping[str, CodeInfo] = CODES) -> list[str]:
-    """The unified diff between ``path`` and what ``render`` would write; empty when it is up to date."""
-    current = path.read_text(encoding="utf-8")
-    wanted = render(current, codes)
+def drift(path: Path, current: str, wanted: str) -> list[str]:
+    """The unified diff between the file on disk and what a generator wants; empty when they agree."""
     if current == wanted:
         return []
     return list(
@@ -66,6 +64,12 @@ def check(path: Path = PROTOCOL, codes: Mapping[str, CodeInfo] = CODES) -> list[
             current.splitlines(), wanted.splitlines(), f"{path.name} (on disk)", f"{path.name} (generated)", lineterm=""
         )
     )
+
+
+def check(path: Path = PROTOCOL, codes: Mapping[str, CodeInfo] = CODES) -> list[str]:
+    """The unified diff between ``path`` and what ``render`` would write; empty when it is up to date."""
+    current = path.read_text(encoding="utf-8")
+    return drift(path, current, render(current, codes))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,6 @@ page and compares, so the page stays true to both the corpus and the code.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import re
@@ -29,6 +28,11 @@ import attrs
 import pipeline
 from operators import Anomaly, Done, Finish, Halt, UsageChunk, WireChunk, WireDelta, parse_sse
 from operators._wire import UNSET
+
+try:
+    from scripts.gen_docs import drift
+except ImportError:  # run as ``python scripts/gen_gateways.py``: the scripts folder is on sys.path
+    from gen_docs import drift  # type: ignore[no-redef,import-not-found]
 
 __all__ = ["GATEWAYS", "StreamFacts", "check", "find_fixtures", "main", "render", "stream_facts"]
 
@@ -388,14 +392,7 @@ def render(fixtures: Path) -> str:
 def check(fixtures: Path, path: Path = GATEWAYS) -> list[str]:
     """The unified diff between ``path`` and what ``render`` generates; empty when it is up to date."""
     current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    wanted = render(fixtures)
-    if current == wanted:
-        return []
-    return list(
-        difflib.unified_diff(
-            current.splitlines(), wanted.splitlines(), f"{path.name} (on disk)", f"{path.name} (generated)", lineterm=""
-        )
-    )
+    return drift(path, current, render(fixtures))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
