@@ -100,6 +100,11 @@ class Assembler:
             self._calls.clear()
             self._usage = None
 
+    @property
+    def block_count(self) -> int:
+        """Blocks opened by the current attempt (a retry starts again from zero)."""
+        return len(self._kinds)
+
     def _joined(self, block_type: str) -> str:
         parts = (self._texts[i] for i, kind in self._kinds.items() if kind == block_type)
         return "".join(part.decode("utf-8", "surrogatepass") for part in parts)

@@ -121,7 +121,7 @@ class Printer:
             return
         if self.mode != "text":
             return
-        blocks = self.counts.get("block-start", 0)
+        blocks = self.assembler.block_count
         anomalies = self.counts.get("anomaly", 0)
         total = sum(self.counts.values())
         finish = message.finish.kind + (f" {message.finish.code}" if message.finish.code else "")
