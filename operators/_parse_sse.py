@@ -31,7 +31,7 @@ from ._codes import MALFORMED_RESPONSE, STREAM_CLOSED
 from ._errors import classify_inband_error
 from ._signals import Done, Halt
 from ._stage import BaseStage, Operator, stage_operator
-from ._wire import UNSET, DecodeError, WireChunk, decode_chunk
+from ._wire import UNSET, DecodeError, decode_chunk
 
 __all__ = ["parse_sse"]
 
@@ -168,6 +168,3 @@ def parse_sse() -> Operator:
     """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``."""
     return stage_operator(_ParseSse)
 
-
-# Re-exported for type checkers of custom stages.
-WireValue = WireChunk | Done | Halt | Anomaly

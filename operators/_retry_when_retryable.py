@@ -136,16 +136,9 @@ def retry_when_retryable(
                 stopped = True
 
             pending.disposable = timer_scheduler.schedule(start_attempt)
-            return CompositeDisposable(_Disposer(dispose), current, pending)
+            return CompositeDisposable(Disposable(dispose), current, pending)
 
         return Observable(subscribe)
 
     return operator
 
-
-class _Disposer(abc.DisposableBase):
-    def __init__(self, action: Callable[[], None]) -> None:
-        self._action = action
-
-    def dispose(self) -> None:
-        self._action()
