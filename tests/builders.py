@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import reactivex
+
 import pipeline
-from operators import Chunk
+from operators import Chunk, Operator
 
 Json = dict[str, Any]
 
@@ -82,6 +84,15 @@ def sse(*payloads: Json | str | bytes, done: bool = True, crlf: bool = False) ->
     if crlf:
         body = body.replace("\n", "\r\n")
     return body.encode()
+
+
+def run_operator(operator: Operator, *batches: list[Any]) -> list[Any]:
+    """Every item one operator emits for these batches, flattened; the operator must not signal an error."""
+    out: list[list[Any]] = []
+    errors: list[Exception] = []
+    reactivex.from_iterable(batches).pipe(operator).subscribe(out.append, errors.append)
+    assert errors == []
+    return [item for batch in out for item in batch]
 
 
 def chunks(data: bytes, *, anomalies: bool = False) -> list[Chunk]:

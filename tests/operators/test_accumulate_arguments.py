@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
+from builders import run_operator
 from reactivex.testing.marbles import marbles_testing
 
 from operators import (
@@ -34,11 +35,7 @@ def frag(arguments: Any, *, index: int = 0, id: str | None = "call_1", name: str
 
 def feed(*batches: list[Any]) -> list[Any]:
     """Every item ``accumulate_arguments`` emits for these batches, flattened."""
-    out: list[list[Any]] = []
-    errors: list[Exception] = []
-    reactivex.from_iterable(batches).pipe(accumulate_arguments()).subscribe(out.append, errors.append)
-    assert errors == []
-    return [item for batch in out for item in batch]
+    return run_operator(accumulate_arguments(), *batches)
 
 
 def one(*items: Any) -> list[Any]:

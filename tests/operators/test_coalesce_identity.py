@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import reactivex
+from builders import run_operator
 from reactivex.testing.marbles import marbles_testing
 
 from operators import (
@@ -70,11 +71,7 @@ def calls(*entries: Json) -> WireChunk:
 
 def feed(*batches: list[Any]) -> list[Any]:
     """Every item ``coalesce_identity`` emits for these batches, flattened."""
-    out: list[list[Any]] = []
-    errors: list[Exception] = []
-    reactivex.from_iterable(batches).pipe(coalesce_identity()).subscribe(out.append, errors.append)
-    assert errors == []
-    return [item for batch in out for item in batch]
+    return run_operator(coalesce_identity(), *batches)
 
 
 def one(*items: Any) -> list[Any]:
