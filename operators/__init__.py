@@ -74,8 +74,9 @@ from ._chunks import (
 from ._classify_finish import EMPTY_RESPONSE_MESSAGE, classify_finish, map_finish_reason
 from ._close_on_done import close_on_done
 from ._coalesce_identity import coalesce_identity
-from ._codes import CODES, DEFAULT_RETRYABLE_CODES, CodeInfo
+from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
+from ._exceptions import LlmStreamError
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
@@ -105,6 +106,7 @@ __all__ = [
     "BlockStart",
     "BlockType",
     "Chunk",
+    "Code",
     "CodeInfo",
     "Done",
     "Failure",
@@ -113,6 +115,7 @@ __all__ = [
     "FinishReason",
     "FinishSeen",
     "Halt",
+    "LlmStreamError",
     "Operator",
     "PendingFinish",
     "ReasoningBlock",

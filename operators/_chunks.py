@@ -17,8 +17,8 @@ Every chunk is a frozen attrs class with slots and a ``to_json()`` whose first k
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
@@ -59,11 +59,16 @@ def _non_empty_str(instance: object, attribute: attrs.Attribute[Any], value: obj
         )
 
 
+def _plain_code(value: object) -> object:
+    """``RATE_LIMIT`` is stored as the plain string ``"RATE_LIMIT"``: equal to it, and printed the same."""
+    return str(value) if isinstance(value, StrEnum) else value
+
+
 @attrs.frozen
 class Failure:
     """Why a response failed: a stable routing ``code`` plus what is known about it."""
 
-    code: str = attrs.field(validator=_non_empty_str)
+    code: str = attrs.field(converter=_plain_code, validator=_non_empty_str)
     message: str
     status: int | None = None
     retry_after_ms: float | None = None
@@ -372,7 +377,3 @@ def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a chunk: {dict(data)!r} ({exc})") from exc
     raise ValueError(f"unknown chunk type {kind!r}")
-
-
-def is_finite_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ._chunks import BlockStart, Finish, FinishReason
-from ._codes import CONTENT_FILTER, EMPTY_RESPONSE, REFUSAL
+from ._codes import Code
 from ._signals import PendingFinish, RefusalSeen
 from ._stage import BaseStage, Operator, stage_operator
 
@@ -52,7 +52,7 @@ def map_finish_reason(wire: str | None) -> FinishReason:
     if simple is not None:
         return simple
     if wire == "content_filter":
-        return FinishReason.error(CONTENT_FILTER, "model stopped: content_filter")
+        return FinishReason.error(Code.CONTENT_FILTER, "model stopped: content_filter")
     code = re.sub(r"[^A-Z0-9]+", "_", wire.upper()).strip("_") or "UNKNOWN_FINISH_REASON"
     return FinishReason.error(code, f"model stopped: {wire}")
 
@@ -79,10 +79,10 @@ class _ClassifyFinish(BaseStage):
 
     def _classify(self, wire: str | None) -> FinishReason:
         if self.refusal:
-            return FinishReason.error(REFUSAL, "".join(self.refusal))
+            return FinishReason.error(Code.REFUSAL, "".join(self.refusal))
         reason = map_finish_reason(wire)
         if reason.kind == "stop" and not self.opened:
-            return FinishReason.error(EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
+            return FinishReason.error(Code.EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
         return reason
 
 

@@ -36,7 +36,7 @@ from ._chunks import (
     Usage,
     UsageChunk,
 )
-from ._codes import ABORTED, MALFORMED_TOOL_CALL, STREAM_CLOSED, UNKNOWN
+from ._codes import Code
 from ._signals import Done, FinishSeen, Halt, PendingFinish, StreamFailure, ToolCallState, UsageSeen
 from ._stage import Operator, stage_operator
 
@@ -95,7 +95,7 @@ class _CloseOnDone:
         self.finished = True
         unidentified = [call for call in self.calls.values() if call.missing]
         if unidentified:
-            self._fail(out, FinishReason.error(MALFORMED_TOOL_CALL, describe_missing_identity(unidentified)))
+            self._fail(out, FinishReason.error(Code.MALFORMED_TOOL_CALL, describe_missing_identity(unidentified)))
             return
         for start in self.blocks:
             index = start.index
@@ -119,16 +119,16 @@ class _CloseOnDone:
 
     def on_end(self) -> list[Any]:
         out: list[Any] = []
-        self._fail(out, FinishReason.error(STREAM_CLOSED, "SSE payload stream ended without [DONE]"))
+        self._fail(out, FinishReason.error(Code.STREAM_CLOSED, "SSE payload stream ended without [DONE]"))
         return out
 
     def on_failure(self, error: Exception) -> list[Any] | None:
         out: list[Any] = []
         if isinstance(error, StreamFailure):
-            aborted = error.failure.code == ABORTED
+            aborted = error.failure.code == Code.ABORTED
             self._fail(out, FinishReason("aborted" if aborted else "error", error.failure))
         else:
-            self._fail(out, FinishReason.error(UNKNOWN, f"{type(error).__name__}: {error}"))
+            self._fail(out, FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
         return out
 
 

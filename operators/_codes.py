@@ -29,87 +29,73 @@ is generated from ``CODES`` and a test fails when the two drift apart.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from types import MappingProxyType
 
 import attrs
 
-__all__ = [
-    "ABORTED",
-    "AUTH",
-    "CODES",
-    "CONTENT_FILTER",
-    "CONTEXT_WINDOW_EXCEEDED",
-    "DEFAULT_RETRYABLE_CODES",
-    "EMPTY_RESPONSE",
-    "INVALID_REQUEST",
-    "MALFORMED_RESPONSE",
-    "MALFORMED_TOOL_CALL",
-    "QUOTA",
-    "RATE_LIMIT",
-    "REFUSAL",
-    "SERVER",
-    "STREAM_CLOSED",
-    "TIMEOUT",
-    "TRANSPORT",
-    "UNKNOWN",
-    "CodeInfo",
-    "http_status_code",
-]
+__all__ = ["CODES", "DEFAULT_RETRYABLE_CODES", "Code", "CodeInfo", "http_status_code"]
 
-EMPTY_RESPONSE = "EMPTY_RESPONSE"
-MALFORMED_TOOL_CALL = "MALFORMED_TOOL_CALL"
-RATE_LIMIT = "RATE_LIMIT"
-SERVER = "SERVER"
-TIMEOUT = "TIMEOUT"
-TRANSPORT = "TRANSPORT"
-STREAM_CLOSED = "STREAM_CLOSED"
-AUTH = "AUTH"
-QUOTA = "QUOTA"
-INVALID_REQUEST = "INVALID_REQUEST"
-CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
-MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
-CONTENT_FILTER = "CONTENT_FILTER"
-REFUSAL = "REFUSAL"
-ABORTED = "ABORTED"
-UNKNOWN = "UNKNOWN"
+class Code(StrEnum):
+    """The fixed finish codes. A ``StrEnum``: ``failure.code == RATE_LIMIT`` holds for the plain string a
+    ``Failure`` carries, and the two open families (``HTTP_<status>``, an upper-cased finish reason) stay strings."""
+
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    MALFORMED_TOOL_CALL = "MALFORMED_TOOL_CALL"
+    RATE_LIMIT = "RATE_LIMIT"
+    SERVER = "SERVER"
+    TIMEOUT = "TIMEOUT"
+    TRANSPORT = "TRANSPORT"
+    STREAM_CLOSED = "STREAM_CLOSED"
+    AUTH = "AUTH"
+    QUOTA = "QUOTA"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+    MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+    CONTENT_FILTER = "CONTENT_FILTER"
+    REFUSAL = "REFUSAL"
+    ABORTED = "ABORTED"
+    UNKNOWN = "UNKNOWN"
 
 
 @attrs.frozen
 class CodeInfo:
     """One row of the code table."""
 
-    code: str
+    code: str = attrs.field(converter=str)
     retryable: bool
     produced_by: str
 
 
 _ROWS = (
-    CodeInfo(
-        EMPTY_RESPONSE,
+    CodeInfo(Code.EMPTY_RESPONSE,
         True,
         "a stop finish with no block opened (reasoning counts as content); a 2xx response with no body",
     ),
-    CodeInfo(MALFORMED_TOOL_CALL, True, "a tool call still lacking an id or a name at [DONE] (close_on_done)"),
-    CodeInfo(RATE_LIMIT, True, "HTTP 429; an in-band error of type rate_limit_error"),
-    CodeInfo(SERVER, True, "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error"),
-    CodeInfo(TIMEOUT, True, "no byte and no comment for the idle timeout (default 300 s)"),
-    CodeInfo(TRANSPORT, True, "the connection could not be made or broke mid-stream"),
-    CodeInfo(STREAM_CLOSED, True, "the bytes ended before [DONE] and before any finish_reason (parse_sse)"),
-    CodeInfo(AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),
-    CodeInfo(QUOTA, False, "quota, balance or credit wording in the error; HTTP 402 in-band"),
-    CodeInfo(INVALID_REQUEST, False, "HTTP 400 (no context-overflow wording) or 413; in-band invalid_request_error"),
-    CodeInfo(CONTEXT_WINDOW_EXCEEDED, False, "HTTP 400 or an in-band error with context-overflow wording"),
-    CodeInfo("HTTP_<status>", False, "any other non-2xx HTTP status, for example HTTP_404"),
+    CodeInfo(Code.MALFORMED_TOOL_CALL, True, "a tool call still lacking an id or a name at [DONE] (close_on_done)"),
+    CodeInfo(Code.RATE_LIMIT, True, "HTTP 429; an in-band error of type rate_limit_error"),
     CodeInfo(
-        MALFORMED_RESPONSE,
+        Code.SERVER, True, "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error"
+    ),
+    CodeInfo(Code.TIMEOUT, True, "no byte and no comment for the idle timeout (default 300 s)"),
+    CodeInfo(Code.TRANSPORT, True, "the connection could not be made or broke mid-stream"),
+    CodeInfo(Code.STREAM_CLOSED, True, "the bytes ended before [DONE] and before any finish_reason (parse_sse)"),
+    CodeInfo(Code.AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),
+    CodeInfo(Code.QUOTA, False, "quota, balance or credit wording in the error; HTTP 402 in-band"),
+    CodeInfo(
+        Code.INVALID_REQUEST, False, "HTTP 400 (no context-overflow wording) or 413; in-band invalid_request_error"
+    ),
+    CodeInfo(Code.CONTEXT_WINDOW_EXCEEDED, False, "HTTP 400 or an in-band error with context-overflow wording"),
+    CodeInfo("HTTP_<status>", False, "any other non-2xx HTTP status, for example HTTP_404"),
+    CodeInfo(Code.MALFORMED_RESPONSE,
         False,
         "a payload that is not JSON or has the wrong shape (parse_sse); a 2xx body that is not SSE",
     ),
-    CodeInfo(CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
-    CodeInfo(REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),
+    CodeInfo(Code.CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
+    CodeInfo(Code.REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),
     CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
-    CodeInfo(ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),
-    CodeInfo(UNKNOWN, False, "an unexpected exception inside the pipeline, reported with its type and message"),
+    CodeInfo(Code.ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),
+    CodeInfo(Code.UNKNOWN, False, "an unexpected exception inside the pipeline, reported with its type and message"),
 )
 
 CODES: Mapping[str, CodeInfo] = MappingProxyType({row.code: row for row in _ROWS})

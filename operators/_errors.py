@@ -49,15 +49,7 @@ from collections.abc import Mapping
 from datetime import UTC
 
 from ._chunks import Failure
-from ._codes import (
-    AUTH,
-    CONTEXT_WINDOW_EXCEEDED,
-    INVALID_REQUEST,
-    QUOTA,
-    RATE_LIMIT,
-    SERVER,
-    http_status_code,
-)
+from ._codes import Code, http_status_code
 
 __all__ = [
     "CONTEXT_OVERFLOW_WORDING",
@@ -240,17 +232,17 @@ def classify_http_error(
         message, detail = read
 
     if status in (401, 403):
-        code = AUTH
+        code: str = Code.AUTH
     elif status == 413:
-        code = INVALID_REQUEST
+        code = Code.INVALID_REQUEST
     elif QUOTA_WORDING.search(detail):
-        code = QUOTA
+        code = Code.QUOTA
     elif status == 429:
-        code = RATE_LIMIT
+        code = Code.RATE_LIMIT
     elif status == 400:
-        code = CONTEXT_WINDOW_EXCEEDED if CONTEXT_OVERFLOW_WORDING.search(detail) else INVALID_REQUEST
+        code = Code.CONTEXT_WINDOW_EXCEEDED if CONTEXT_OVERFLOW_WORDING.search(detail) else Code.INVALID_REQUEST
     elif status >= 500:
-        code = SERVER
+        code = Code.SERVER
     else:
         code = http_status_code(status)
 
@@ -317,17 +309,17 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
         detail = error
 
     if status in (401, 403) or kind in _AUTH_TYPES:
-        code = AUTH
+        code: str = Code.AUTH
     elif status == 402 or QUOTA_WORDING.search(detail):
-        code = QUOTA
+        code = Code.QUOTA
     elif status == 429 or kind == "rate_limit_error":
-        code = RATE_LIMIT
+        code = Code.RATE_LIMIT
     elif CONTEXT_OVERFLOW_WORDING.search(detail):
-        code = CONTEXT_WINDOW_EXCEEDED
+        code = Code.CONTEXT_WINDOW_EXCEEDED
     elif status in (400, 413) or kind == "invalid_request_error":
-        code = INVALID_REQUEST
+        code = Code.INVALID_REQUEST
     elif status is None or status >= 500 or kind in _SERVER_TYPES:
-        code = SERVER
+        code = Code.SERVER
     else:
         code = http_status_code(status)
 

@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 from ._chunks import Anomaly, Failure
-from ._codes import MALFORMED_RESPONSE, STREAM_CLOSED
+from ._codes import Code
 from ._errors import classify_inband_error
 from ._signals import Done, Halt
 from ._stage import BaseStage, Operator, stage_operator
@@ -130,7 +130,7 @@ class _ParseSse(BaseStage):
             message = f"malformed SSE payload: {_quote(payload)}"
             if "JSON" not in reason and "malformed" not in reason.lower():
                 message += f" ({reason})"
-            out.append(Halt(Failure(MALFORMED_RESPONSE, message)))
+            out.append(Halt(Failure(Code.MALFORMED_RESPONSE, message)))
             self.finished = True
             return
         out.append(chunk)
@@ -160,7 +160,7 @@ class _ParseSse(BaseStage):
             out.append(Anomaly("missing-done", None, "the stream ended after a finish_reason without [DONE]"))
             out.append(Done(synthetic=True))
         else:
-            out.append(Halt(Failure(STREAM_CLOSED, "SSE stream ended without [DONE]")))
+            out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
         return out
 
 

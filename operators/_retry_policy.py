@@ -31,15 +31,16 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Final, Literal, TypeAlias, TypeGuard
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from operators._chunks import Failure
-from operators._codes import ABORTED, DEFAULT_RETRYABLE_CODES
+from ._chunks import Failure
+from ._codes import DEFAULT_RETRYABLE_CODES, Code
+from ._exceptions import LlmStreamError
+from ._numbers import MAX_SAFE_INTEGER, is_json_number
 
 __all__ = [
-    "MAX_SAFE_INTEGER",
     "MAX_TIMER_DELAY_MS",
     "RetryMode",
     "RetryPolicy",
@@ -51,23 +52,16 @@ RetryMode: TypeAlias = Literal["normal", "always"]
 MAX_TIMER_DELAY_MS: Final = 2_147_483_647
 """The largest delay a timer accepts: 2**31 - 1 ms (about 24.8 days), the JavaScript timer limit."""
 
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest ``max_retries``: the largest integer a JSON number holds exactly."""
-
 _MODES: Final = ("normal", "always")
 
 
-class RetryPolicyError(ValueError):
+class RetryPolicyError(LlmStreamError, ValueError):
     """A retry policy (or its configuration) breaks a rule; the message names the setting and the rule."""
 
 
 # -- the rules, shared by the attrs validators and by from_config -----------------------------------------
 # Each check takes the setting's name as the caller spelled it, so a config error names "maxRetries" when the
 # config said "maxRetries", and "max_retries" otherwise.
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_mode(value: object) -> None:
@@ -84,7 +78,7 @@ def _check_max_retries(value: object, name: str) -> None:
 
 
 def _check_delay(value: object, name: str) -> None:
-    if not (_is_number(value) and math.isfinite(value) and 0 < value <= MAX_TIMER_DELAY_MS):
+    if not (is_json_number(value) and math.isfinite(value) and 0 < value <= MAX_TIMER_DELAY_MS):
         raise RetryPolicyError(
             f"{name} must be a positive, finite number of milliseconds no greater than {MAX_TIMER_DELAY_MS} "
             f"(the timer limit), got {value!r}"
@@ -100,7 +94,7 @@ def _check_delay_order(initial: float, maximum: float, initial_name: str, max_na
 
 
 def _check_jitter_ratio(value: object, name: str) -> None:
-    if not (_is_number(value) and 0 <= value <= 1):
+    if not (is_json_number(value) and 0 <= value <= 1):
         raise RetryPolicyError(
             f"{name} must be a number between 0 and 1 (0 means no jitter, 0.1 means ±10%), got {value!r}"
         )
@@ -331,7 +325,7 @@ class RetryPolicy:
 
     def is_retryable(self, failure: Failure) -> bool:
         """Whether the failure's code is retried at all. A cancellation (``ABORTED``) never is."""
-        if failure.code == ABORTED:
+        if failure.code == Code.ABORTED:
             return False
         if self.mode == "always":
             return True
@@ -349,7 +343,7 @@ class RetryPolicy:
         if isinstance(retry, bool) or not isinstance(retry, int) or retry < 1:
             raise ValueError(f"retry counts from 1 (the first retry), got {retry!r}")
         sample = random()
-        if not _is_number(sample) or not 0 <= sample <= 1:
+        if not is_json_number(sample) or not 0 <= sample <= 1:
             raise ValueError(f"random() must return a number in [0, 1], got {sample!r}")
         doublings = min(retry - 1, 1024)
         # 2**1024 overflows a float; JavaScript's Math.pow gives Infinity there, and the cap takes over.
@@ -366,7 +360,7 @@ class RetryPolicy:
         always mode.
         """
         after = failure.retry_after_ms
-        if after is not None and _is_number(after) and math.isfinite(after) and after > 0:
+        if after is not None and is_json_number(after) and math.isfinite(after) and after > 0:
             if after <= self.max_delay_ms:
                 return after
             if self.mode == "normal":

@@ -13,11 +13,10 @@
 from __future__ import annotations
 
 from ._chunks import Usage
+from ._numbers import MAX_SAFE_INTEGER
 from ._wire import WireUsage
 
-__all__ = ["MAX_SAFE_INTEGER", "map_usage"]
-
-MAX_SAFE_INTEGER = 2**53 - 1
+__all__ = ["map_usage"]
 
 
 def _count(value: int | float | None) -> int | float | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from operators import Code
 from operators._chunks import (
     BlockEnd,
     BlockStart,
@@ -27,7 +28,6 @@ from operators._chunks import (
     Usage,
     UsageChunk,
 )
-from operators._codes import REFUSAL
 
 __all__ = ["Assembler", "AssistantMessage", "assemble", "assemble_async"]
 
@@ -53,7 +53,7 @@ class AssistantMessage:
     def refusal(self) -> str | None:
         """The refusal text when the model declined (finish code ``REFUSAL``)."""
         failure = self.finish.failure
-        return failure.message if failure is not None and failure.code == REFUSAL else None
+        return failure.message if failure is not None and failure.code == Code.REFUSAL else None
 
     def to_json(self) -> dict[str, Any]:
         """``{"text", "reasoning", "tool_calls", "usage", "finish": {"kind", "code"}}`` (the CLI's --assembled)."""

@@ -53,8 +53,8 @@ from typing import Any, Final, NoReturn, Protocol, TypeAlias, TypeGuard, runtime
 
 import attrs
 
+from operators import Code
 from operators._chunks import chunk_from_json
-from operators._codes import ABORTED
 
 __all__ = [
     "EVENT_TYPES",
@@ -1041,7 +1041,7 @@ class Session:
                 for call_id in state.step.unresolved():
                     added.append(self.append_tool_result(turn, number, call_id, INTERRUPTED_TOOL_RESULT, is_error=True))
                 added.append(self.append_step_end(turn, number))
-            reason = {"kind": "aborted", "failure": {"code": ABORTED, "message": "session interrupted"}}
+            reason = {"kind": "aborted", "failure": {"code": Code.ABORTED, "message": "session interrupted"}}
             added.append(self.append_turn_end(turn, reason))
             return added
 

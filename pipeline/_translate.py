@@ -22,6 +22,7 @@ from reactivex.scheduler import CurrentThreadScheduler
 from reactivex.subject import Subject
 
 from operators import (
+    Code,
     accumulate_arguments,
     classify_finish,
     close_on_done,
@@ -29,7 +30,6 @@ from operators import (
     parse_sse,
 )
 from operators._chunks import CHUNK_TYPES, Anomaly, Chunk, Finish, FinishReason
-from operators._codes import UNKNOWN
 from operators._stage import Operator
 
 __all__ = [
@@ -146,7 +146,7 @@ def to_chunks(*, anomalies: bool = False) -> Callable[[Observable[Any]], Observa
                 if finished:
                     return
                 finished = True
-                observer.on_next(Finish(FinishReason.error(UNKNOWN, f"{type(error).__name__}: {error}")))
+                observer.on_next(Finish(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}")))
                 observer.on_completed()
 
             def on_completed() -> None:
@@ -154,7 +154,7 @@ def to_chunks(*, anomalies: bool = False) -> Callable[[Observable[Any]], Observa
                 if finished:
                     return
                 finished = True
-                observer.on_next(Finish(FinishReason.error(UNKNOWN, "the pipeline ended without a finish")))
+                observer.on_next(Finish(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish")))
                 observer.on_completed()
 
             return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)

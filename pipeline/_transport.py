@@ -35,6 +35,7 @@ from reactivex.disposable import Disposable
 
 from operators import (
     Chunk,
+    Code,
     Failure,
     Finish,
     FinishReason,
@@ -44,7 +45,6 @@ from operators import (
     classify_inband_error,
     retry_when_retryable,
 )
-from operators._codes import ABORTED, EMPTY_RESPONSE, MALFORMED_RESPONSE, TIMEOUT, TRANSPORT
 from operators._stage import Operator
 
 from ._assemble import Assembler, AssistantMessage
@@ -245,7 +245,7 @@ class ChatClient:
                         break
                     except TimeoutError:
                         observer.on_error(StreamFailure(Failure(
-                            TIMEOUT, f"no data from {self.config.base_url} for {self.config.idle_timeout:g} s",
+                            Code.TIMEOUT, f"no data from {self.config.base_url} for {self.config.idle_timeout:g} s",
                         )))
                         return
                     if not piece:
@@ -256,7 +256,8 @@ class ChatClient:
                         await pace()
                 if not received:
                     observer.on_error(StreamFailure(Failure(
-                        EMPTY_RESPONSE, f"{self.config.base_url} answered HTTP {response.status_code} with no body",
+                        Code.EMPTY_RESPONSE,
+                        f"{self.config.base_url} answered HTTP {response.status_code} with no body",
                         status=response.status_code,
                     )))
                     return
@@ -264,12 +265,12 @@ class ChatClient:
         except asyncio.CancelledError:
             raise
         except httpx.TimeoutException as exc:
-            code = TRANSPORT if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else TIMEOUT
+            code = Code.TRANSPORT if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else Code.TIMEOUT
             observer.on_error(StreamFailure(Failure(code, self._redact(f"request to {url} timed out: {exc}"))))
         except (httpx.HTTPError, OSError) as exc:
             detail = str(exc) or type(exc).__name__
             observer.on_error(StreamFailure(Failure(
-                TRANSPORT, self._redact(f"request to {url} failed: {type(exc).__name__}: {detail}"),
+                Code.TRANSPORT, self._redact(f"request to {url} failed: {type(exc).__name__}: {detail}"),
             )))
         except Exception as exc:  # never escapes: the chain turns it into an UNKNOWN finish
             observer.on_error(exc)
@@ -284,7 +285,8 @@ class ChatClient:
             return None
         raw = await response.aread()
         if not raw.strip():
-            return Failure(EMPTY_RESPONSE, f"{self.config.base_url} answered HTTP {status} with no body", status=status)
+            message = f"{self.config.base_url} answered HTTP {status} with no body"
+            return Failure(Code.EMPTY_RESPONSE, message, status=status)
         text = raw.decode("utf-8", errors="replace")
         try:
             parsed = json.loads(text)
@@ -295,7 +297,7 @@ class ChatClient:
             return attrs.evolve(failure, message=self._redact(failure.message))
         shown = " ".join(text.split())[:120]
         return Failure(
-            MALFORMED_RESPONSE,
+            Code.MALFORMED_RESPONSE,
             self._redact(f"expected text/event-stream, got {content_type or 'no content type'}: {shown}"),
             status=status,
         )
@@ -374,7 +376,7 @@ class ChatClient:
             while True:
                 if cancel is not None and cancel.is_set():
                     subscription.dispose()
-                    yield Finish(FinishReason("aborted", Failure(ABORTED, "cancelled by the caller")))
+                    yield Finish(FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")))
                     return
                 while ready:
                     yield ready.popleft()

@@ -31,8 +31,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from operators import Chunk, Failure, FinishReason, Retry, ToolCallBlock
-from operators._codes import ABORTED
+from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 
 from ._assemble import Assembler, AssistantMessage
 from ._session import Session
@@ -194,7 +193,7 @@ async def run_turn(
         session.append_step_end(turn, step)
         yield TurnEvent("step-end", turn, step)
         if cancelled:
-            reason = FinishReason("aborted", Failure(ABORTED, "cancelled by the caller")).to_json()
+            reason = FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")).to_json()
             yield await end(step, reason)
             return
 

@@ -24,6 +24,7 @@ from operators import (
     BlockEnd,
     BlockStart,
     Chunk,
+    Code,
     Finish,
     FinishReason,
     ReasoningDelta,
@@ -33,7 +34,6 @@ from operators import (
     UsageChunk,
     map_finish_reason,
 )
-from operators._codes import EMPTY_RESPONSE, MALFORMED_RESPONSE, MALFORMED_TOOL_CALL, STREAM_CLOSED
 
 Json = dict[str, Any]
 
@@ -300,15 +300,15 @@ def test_generated_streams_keep_the_order_guarantees(stream: Stream) -> None:
 
     if not stream.completes:
         assert ends == []
-        assert last.reason.code == (MALFORMED_RESPONSE if stream.malformed_at is not None else STREAM_CLOSED)
+        assert last.reason.code == (Code.MALFORMED_RESPONSE if stream.malformed_at is not None else Code.STREAM_CLOSED)
     elif any(not (call.has_id and call.has_name) for call in stream.calls):
         assert ends == [], "no block-end at all when a tool call lacks its identity"
-        assert last.reason.code == MALFORMED_TOOL_CALL
+        assert last.reason.code == Code.MALFORMED_TOOL_CALL
     else:
         assert {end.index for end in ends} == started
         expected = map_finish_reason(stream.reason)
         if expected.kind == "stop" and not started:
-            expected = FinishReason.error(EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
+            expected = FinishReason.error(Code.EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
         assert last.reason == expected
 
 

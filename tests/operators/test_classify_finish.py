@@ -14,6 +14,7 @@ from operators import (
     Anomaly,
     BlockEnd,
     BlockStart,
+    Code,
     Finish,
     FinishReason,
     PendingFinish,
@@ -24,7 +25,6 @@ from operators import (
     UsageChunk,
     classify_finish,
 )
-from operators._codes import EMPTY_RESPONSE, MALFORMED_TOOL_CALL, REFUSAL, STREAM_CLOSED
 
 TEXT_BLOCK = [BlockStart(0, "text"), TextDelta(0, "Hi"), BlockEnd(0, TextBlock("Hi"))]
 USAGE = UsageChunk(Usage(5, 2, 7))
@@ -104,7 +104,7 @@ def test_the_docstring_marble() -> None:
 
 @pytest.mark.parametrize("wire", ["stop", None])
 def test_a_stop_without_any_block_is_empty_response(wire: str | None) -> None:
-    assert one(USAGE, PendingFinish(wire)) == [USAGE, Finish(error(EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE))]
+    assert one(USAGE, PendingFinish(wire)) == [USAGE, Finish(error(Code.EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE))]
 
 
 def test_a_reasoning_only_answer_stays_stop() -> None:
@@ -136,13 +136,13 @@ def test_a_non_stop_finish_with_zero_blocks_is_not_rewritten(wire: str, expected
 def test_a_refusal_ends_with_error_refusal_carrying_its_text() -> None:
     out = feed([RefusalSeen("I can't help ")], [RefusalSeen("with that."), USAGE, PendingFinish("stop")])
 
-    assert out == [USAGE, Finish(error(REFUSAL, "I can't help with that."))]
+    assert out == [USAGE, Finish(error(Code.REFUSAL, "I can't help with that."))]
 
 
 def test_a_refusal_wins_over_the_wire_reason_and_over_content() -> None:
     out = one(*TEXT_BLOCK, RefusalSeen("No."), PendingFinish("length"))
 
-    assert finish_of(out) == error(REFUSAL, "No.")
+    assert finish_of(out) == error(Code.REFUSAL, "No.")
 
 
 # -- pass-through ----------------------------------------------------------------------------------------------------
@@ -151,8 +151,8 @@ def test_a_refusal_wins_over_the_wire_reason_and_over_content() -> None:
 @pytest.mark.parametrize(
     "reason",
     [
-        error(MALFORMED_TOOL_CALL, "tool call at wire index 0 (block 0) has no id"),
-        error(STREAM_CLOSED, "SSE stream ended without [DONE]"),
+        error(Code.MALFORMED_TOOL_CALL, "tool call at wire index 0 (block 0) has no id"),
+        error(Code.STREAM_CLOSED, "SSE stream ended without [DONE]"),
         FinishReason("aborted", error("ABORTED", "cancelled").failure),
     ],
     ids=["malformed-tool-call", "stream-closed", "aborted"],
@@ -184,4 +184,4 @@ def test_each_subscription_starts_from_fresh_state() -> None:
     reactivex.from_iterable([[PendingFinish("stop")]]).pipe(operator).subscribe(empty.append)
 
     assert finish_of(opened[0]) == FinishReason("stop")
-    assert finish_of(empty[0]) == error(EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)
+    assert finish_of(empty[0]) == error(Code.EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)

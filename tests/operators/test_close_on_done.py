@@ -14,6 +14,7 @@ from operators import (
     Anomaly,
     BlockEnd,
     BlockStart,
+    Code,
     Done,
     Failure,
     Finish,
@@ -33,7 +34,6 @@ from operators import (
     UsageSeen,
     close_on_done,
 )
-from operators._codes import MALFORMED_TOOL_CALL, STREAM_CLOSED, UNKNOWN
 
 REFUSED = "refused rather than assembled without its identity"
 U1 = Usage(10, 1, 11)
@@ -46,7 +46,7 @@ def state(index: int, *, id: str | None = "call_1", name: str | None = "Glob", a
 
 
 def malformed(message: str) -> Finish:
-    return Finish(FinishReason.error(MALFORMED_TOOL_CALL, message))
+    return Finish(FinishReason.error(Code.MALFORMED_TOOL_CALL, message))
 
 
 class Run:
@@ -273,7 +273,7 @@ def test_an_upstream_error_gives_usage_then_an_unknown_finish_and_completes() ->
 
     run = run_of(source)  # no exception escapes subscribe()
 
-    assert run.items[-2:] == [UsageChunk(U1), Finish(FinishReason.error(UNKNOWN, "ValueError: decoder exploded"))]
+    assert run.items[-2:] == [UsageChunk(U1), Finish(FinishReason.error(Code.UNKNOWN, "ValueError: decoder exploded"))]
     assert ends(run.items) == []
     assert run.errors == []
     assert run.completed
@@ -284,7 +284,7 @@ def test_upstream_completing_without_done_is_stream_closed() -> None:
 
     assert run.items[-2:] == [
         UsageChunk(U1),
-        Finish(FinishReason.error(STREAM_CLOSED, "SSE payload stream ended without [DONE]")),
+        Finish(FinishReason.error(Code.STREAM_CLOSED, "SSE payload stream ended without [DONE]")),
     ]
     assert ends(run.items) == []
     assert run.completed

@@ -17,8 +17,7 @@ from reactivex.subject import Subject
 from reactivex.testing.marbles import marbles_testing
 
 import pipeline
-from operators import Anomaly, Done, Failure, Halt, WireChunk, decode_chunk, parse_sse
-from operators._codes import MALFORMED_RESPONSE, STREAM_CLOSED
+from operators import Anomaly, Code, Done, Failure, Halt, WireChunk, decode_chunk, parse_sse
 
 Json = dict[str, Any]
 
@@ -302,7 +301,7 @@ def test_malformed_json_halts_quoting_the_first_120_characters() -> None:
     text = "this is not JSON " + "x" * 200
     run = feed(event(TEXT) + event(text), event(STOP), done())
 
-    assert run.items == [wire(TEXT), Halt(Failure(MALFORMED_RESPONSE, f"malformed SSE payload: {text[:120]}"))]
+    assert run.items == [wire(TEXT), Halt(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {text[:120]}"))]
     assert run.completed
 
 
@@ -321,7 +320,7 @@ def test_a_payload_of_the_wrong_shape_halts_malformed_response(value: Json | lis
     run = feed(event(value), event(TEXT), done())
 
     failure = halt(run)
-    assert failure.code == MALFORMED_RESPONSE
+    assert failure.code == Code.MALFORMED_RESPONSE
     assert failure.message.startswith(f"malformed SSE payload: {payload(value)[:120]}")
     assert run.items == [Halt(failure)]
     assert run.completed
@@ -350,7 +349,7 @@ def test_any_json_is_accepted_for_a_tool_call_id_and_name(value: Any) -> None:
 def test_a_halt_is_not_reported_as_payload_after_done() -> None:
     run = feed(b"data: nope\n\n" + event(TEXT))
 
-    assert halt(run).code == MALFORMED_RESPONSE
+    assert halt(run).code == Code.MALFORMED_RESPONSE
     assert "payload-after-done" not in kinds(run)
 
 
@@ -425,12 +424,12 @@ def test_the_event_name_is_forgotten_after_its_event() -> None:
 def test_the_end_of_the_bytes_before_done_halts_stream_closed() -> None:
     run = feed(event(TEXT))
 
-    assert run.items == [wire(TEXT), Halt(Failure(STREAM_CLOSED, "SSE stream ended without [DONE]"))]
+    assert run.items == [wire(TEXT), Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]"))]
     assert run.completed
 
 
 def test_no_bytes_at_all_halts_stream_closed() -> None:
-    assert halt(feed()).code == STREAM_CLOSED
+    assert halt(feed()).code == Code.STREAM_CLOSED
 
 
 def test_the_end_after_a_finish_reason_without_done_is_a_synthetic_done() -> None:
@@ -452,7 +451,7 @@ def test_an_unterminated_last_event_is_discarded() -> None:
     assert run.items == [
         wire(TEXT),
         Anomaly("unterminated-event", None, "the last event had no terminating blank line; discarded"),
-        Halt(Failure(STREAM_CLOSED, "SSE stream ended without [DONE]")),
+        Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")),
     ]
 
 

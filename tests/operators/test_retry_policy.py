@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from operators import DEFAULT_RETRYABLE_CODES, Code
 from operators._chunks import Failure
-from operators._codes import ABORTED, AUTH, DEFAULT_RETRYABLE_CODES, EMPTY_RESPONSE, RATE_LIMIT, SERVER
 from operators._retry_policy import MAX_TIMER_DELAY_MS, RetryPolicy, RetryPolicyError
 
 PATH = "provider.retryPolicy"
 
 
-def failure(code: str = SERVER, retry_after_ms: float | None = None) -> Failure:
+def failure(code: str = Code.SERVER, retry_after_ms: float | None = None) -> Failure:
     return Failure(code, "busy", retry_after_ms=retry_after_ms)
 
 
@@ -49,7 +49,7 @@ def test_no_config_resolves_to_the_defaults() -> None:  # RP-1
     assert policy.max_retries == 2
     assert policy.retryable_codes == DEFAULT_RETRYABLE_CODES
     assert policy.retryable_codes is not None
-    assert policy.retryable_codes[0] == EMPTY_RESPONSE
+    assert policy.retryable_codes[0] == Code.EMPTY_RESPONSE
     assert (policy.initial_delay_ms, policy.max_delay_ms, policy.jitter_ratio) == (500, 10_000, 0.1)
 
 
@@ -284,10 +284,10 @@ def test_a_config_that_is_not_a_mapping_is_rejected() -> None:
         pytest.param(lambda: RetryPolicy(mode="sometimes"), "mode must be", id="mode"),  # type: ignore[arg-type]
         pytest.param(lambda: RetryPolicy(mode="always", max_retries=1), "max_retries", id="always-budget"),
         pytest.param(
-            lambda: RetryPolicy(mode="always", retryable_codes=[SERVER]), "retryable_codes", id="always-codes"
+            lambda: RetryPolicy(mode="always", retryable_codes=[Code.SERVER]), "retryable_codes", id="always-codes"
         ),
         pytest.param(lambda: RetryPolicy(max_retries=None), "max_retries", id="normal-unbounded"),
-        pytest.param(lambda: RetryPolicy.normal(2, [SERVER, SERVER]), "duplicates", id="normal-duplicates"),
+        pytest.param(lambda: RetryPolicy.normal(2, [Code.SERVER, Code.SERVER]), "duplicates", id="normal-duplicates"),
         pytest.param(lambda: RetryPolicy.always(max_delay_ms=math.inf), "max_delay_ms", id="always-infinite"),
     ],
 )
@@ -312,7 +312,7 @@ def test_the_largest_values_are_accepted() -> None:
 
 
 def test_key_is_compact_json_with_sorted_codes_and_javascript_numbers() -> None:
-    policy = RetryPolicy.normal(2, [SERVER, RATE_LIMIT], jitter_ratio=0)
+    policy = RetryPolicy.normal(2, [Code.SERVER, Code.RATE_LIMIT], jitter_ratio=0)
 
     assert policy.key == '["normal",2,["RATE_LIMIT","SERVER"],500,10000,0]'
 
@@ -353,20 +353,20 @@ def test_default_codes_are_retryable(code: str) -> None:
 
 
 def test_a_code_outside_the_list_is_not_retried_in_normal_mode() -> None:
-    assert not RetryPolicy().is_retryable(failure(AUTH))
-    assert not RetryPolicy.normal(2, [RATE_LIMIT]).is_retryable(failure(SERVER))
+    assert not RetryPolicy().is_retryable(failure(Code.AUTH))
+    assert not RetryPolicy.normal(2, [Code.RATE_LIMIT]).is_retryable(failure(Code.SERVER))
 
 
 def test_always_mode_retries_every_code() -> None:
-    assert RetryPolicy.always().is_retryable(failure(AUTH))
+    assert RetryPolicy.always().is_retryable(failure(Code.AUTH))
     assert RetryPolicy.always().is_retryable(failure("MYSTERY_REASON"))
 
 
 @pytest.mark.parametrize(
-    "policy", [RetryPolicy.always(), RetryPolicy.normal(2, [ABORTED, SERVER])], ids=["always", "listed"]
+    "policy", [RetryPolicy.always(), RetryPolicy.normal(2, [Code.ABORTED, Code.SERVER])], ids=["always", "listed"]
 )
 def test_a_cancellation_is_never_retried(policy: RetryPolicy) -> None:
-    assert not policy.is_retryable(failure(ABORTED))
+    assert not policy.is_retryable(failure(Code.ABORTED))
 
 
 def test_normal_mode_allows_max_retries_then_stops() -> None:  # 3 requests, 2 retries
@@ -384,55 +384,55 @@ def test_always_mode_has_no_budget() -> None:  # R-14
 
 
 def test_first_retry_waits_the_initial_delay() -> None:
-    policy = RetryPolicy.normal(2, [SERVER, RATE_LIMIT], jitter_ratio=0)
+    policy = RetryPolicy.normal(2, [Code.SERVER, Code.RATE_LIMIT], jitter_ratio=0)
 
-    assert policy.delay_ms(1, Failure("busy", RATE_LIMIT, status=429), fixed(0.5)) == 500
+    assert policy.delay_ms(1, Failure("busy", Code.RATE_LIMIT, status=429), fixed(0.5)) == 500
 
 
 def test_jitter_is_symmetric_and_the_delay_doubles() -> None:
     policy = RetryPolicy.normal(2, jitter_ratio=0.1)
     random = samples(0, 1)
 
-    assert policy.delay_ms(1, failure(SERVER), random) == 450
-    assert policy.delay_ms(2, failure(SERVER), random) == 1100
+    assert policy.delay_ms(1, failure(Code.SERVER), random) == 450
+    assert policy.delay_ms(2, failure(Code.SERVER), random) == 1100
 
 
 def test_the_lower_jitter_bound_gives_zero_delay() -> None:
     policy = RetryPolicy.normal(initial_delay_ms=1, max_delay_ms=1, jitter_ratio=1)
 
-    assert policy.delay_ms(1, failure(SERVER), fixed(0)) == 0
+    assert policy.delay_ms(1, failure(Code.SERVER), fixed(0)) == 0
 
 
 def test_retry_after_within_the_cap_is_used_verbatim() -> None:  # R-6a
     policy = RetryPolicy.normal(jitter_ratio=1)
 
-    assert policy.delay_ms(1, failure(RATE_LIMIT, retry_after_ms=2000), never) == 2000
-    assert policy.delay_ms(1, failure(RATE_LIMIT, retry_after_ms=10_000), never) == 10_000
+    assert policy.delay_ms(1, failure(Code.RATE_LIMIT, retry_after_ms=2000), never) == 2000
+    assert policy.delay_ms(1, failure(Code.RATE_LIMIT, retry_after_ms=10_000), never) == 10_000
 
 
 def test_retry_after_over_the_cap_gives_up_in_normal_mode() -> None:  # R-6b
     policy = RetryPolicy.normal(jitter_ratio=0)
 
-    assert policy.delay_ms(1, failure(RATE_LIMIT, retry_after_ms=10_001), never) is None
+    assert policy.delay_ms(1, failure(Code.RATE_LIMIT, retry_after_ms=10_001), never) is None
 
 
 def test_retry_after_over_the_cap_falls_back_to_local_backoff_in_always_mode() -> None:
     policy = RetryPolicy.always(initial_delay_ms=2, max_delay_ms=4, jitter_ratio=0.5)
 
-    assert policy.delay_ms(1, failure(AUTH, retry_after_ms=10), fixed(1)) == 3
+    assert policy.delay_ms(1, failure(Code.AUTH, retry_after_ms=10), fixed(1)) == 3
 
 
 def test_always_mode_delay_grows_then_is_capped() -> None:
     policy = RetryPolicy.always(initial_delay_ms=1, max_delay_ms=4, jitter_ratio=0.1)
 
-    assert [policy.delay_ms(retry, failure(AUTH), fixed(1)) for retry in (1, 2, 3, 4)] == [1.1, 2.2, 4, 4]
+    assert [policy.delay_ms(retry, failure(Code.AUTH), fixed(1)) for retry in (1, 2, 3, 4)] == [1.1, 2.2, 4, 4]
 
 
 @pytest.mark.parametrize("retry_after", [0, -5, math.inf, math.nan], ids=["zero", "negative", "inf", "nan"])
 def test_a_retry_after_that_is_not_a_positive_finite_number_is_ignored(retry_after: float) -> None:
     policy = RetryPolicy.normal(jitter_ratio=0)
 
-    assert policy.delay_ms(1, failure(RATE_LIMIT, retry_after_ms=retry_after), fixed(0.5)) == 500
+    assert policy.delay_ms(1, failure(Code.RATE_LIMIT, retry_after_ms=retry_after), fixed(0.5)) == 500
 
 
 def test_a_very_late_retry_waits_the_cap_without_overflow() -> None:

@@ -22,6 +22,7 @@ from operators import (
     BlockEnd,
     BlockStart,
     Chunk,
+    Code,
     Failure,
     Finish,
     FinishReason,
@@ -34,17 +35,6 @@ from operators import (
     Usage,
     UsageChunk,
     retry_when_retryable,
-)
-from operators._codes import (
-    ABORTED,
-    AUTH,
-    EMPTY_RESPONSE,
-    MALFORMED_TOOL_CALL,
-    QUOTA,
-    RATE_LIMIT,
-    SERVER,
-    STREAM_CLOSED,
-    TRANSPORT,
 )
 
 _TState = TypeVar("_TState")
@@ -230,7 +220,7 @@ def error(code: str, message: str = "busy", **facts: Any) -> list[Chunk]:
 
 def empty_completion() -> list[Chunk]:
     """The anchor's ``emptyCompletion()``."""
-    return [UsageChunk(Usage(0, 0)), Finish(FinishReason.error(EMPTY_RESPONSE, EMPTY_MESSAGE))]
+    return [UsageChunk(Usage(0, 0)), Finish(FinishReason.error(Code.EMPTY_RESPONSE, EMPTY_MESSAGE))]
 
 
 def normal_config(**overrides: Any) -> RetryPolicy:
@@ -245,13 +235,13 @@ def normal_config(**overrides: Any) -> RetryPolicy:
 
 def test_r1_the_delay_is_recorded_before_the_retry_is_sent() -> None:
     scheduler = TestScheduler()
-    script = Script(scheduler, [error(RATE_LIMIT, "busy", status=429), text_response("done")])
+    script = Script(scheduler, [error(Code.RATE_LIMIT, "busy", status=429), text_response("done")])
     policy = normal_config(retryable_codes=["SERVER", "RATE_LIMIT"])
     run = Run(scheduler, script.batches(), policy, random=fixed(0.5))
 
     advance_ms(scheduler, 499)
     assert script.subscriptions == 1
-    assert run.out == [(0, Retry(1, 2, 500, Failure(RATE_LIMIT, "busy", status=429)))]
+    assert run.out == [(0, Retry(1, 2, 500, Failure(Code.RATE_LIMIT, "busy", status=429)))]
     assert run.out[0][1].to_json() == {
         "type": "retry",
         "attempt": 1,
@@ -279,7 +269,7 @@ def test_r2_empty_response_error_finish_is_retried_under_the_default_codes() -> 
     assert script.subscriptions == 2
     (at, retry), = run.retries
     assert at == 0
-    assert retry.failure == Failure(EMPTY_RESPONSE, EMPTY_MESSAGE)
+    assert retry.failure == Failure(Code.EMPTY_RESPONSE, EMPTY_MESSAGE)
     assert retry.failure.to_json() == {"code": "EMPTY_RESPONSE", "message": EMPTY_MESSAGE}
     assert run.chunks[0] == UsageChunk(Usage(0, 0))  # the failed attempt's usage passes on, before the retry
     message = pipeline.assemble(run.chunks)
@@ -298,7 +288,7 @@ def test_r3_partial_output_of_a_failed_attempt_passes_on_and_is_discarded_by_ass
         ToolCallDelta(1, "discarded-call", "danger", "{}"),
         BlockEnd(1, ToolCallBlock("discarded-call", "danger", "{}")),
     ]
-    failed = [*partial, Finish(FinishReason.error(TRANSPORT, "connection reset"))]
+    failed = [*partial, Finish(FinishReason.error(Code.TRANSPORT, "connection reset"))]
     script = Script(scheduler, [failed, text_response("recovered")])
     run = Run(scheduler, script.batches(), normal_config())
 
@@ -306,7 +296,7 @@ def test_r3_partial_output_of_a_failed_attempt_passes_on_and_is_discarded_by_ass
 
     assert run.chunks[:6] == partial  # the attempt's chunks pass on ...
     assert isinstance(run.chunks[6], Retry)  # ... and its finish becomes the retry (7 chunks for the attempt)
-    assert run.chunks[6].failure.code == TRANSPORT
+    assert run.chunks[6].failure.code == Code.TRANSPORT
     assert run.chunks[7:] == text_response("recovered")
     message = pipeline.assemble(run.chunks)
     assert message.text == "recovered"
@@ -317,7 +307,7 @@ def test_r3_partial_output_of_a_failed_attempt_passes_on_and_is_discarded_by_ass
 
 def test_r4_bounded_exponential_jitter_and_the_budget_stops_retries() -> None:
     scheduler = TestScheduler()
-    attempts = [error(SERVER, "busy one"), error(SERVER, "busy two"), error(SERVER, "busy three")]
+    attempts = [error(Code.SERVER, "busy one"), error(Code.SERVER, "busy two"), error(Code.SERVER, "busy three")]
     script = Script(scheduler, attempts)
     run = Run(scheduler, script.batches(), normal_config(jitter_ratio=0.1), random=samples(0, 1))
 
@@ -328,13 +318,13 @@ def test_r4_bounded_exponential_jitter_and_the_budget_stops_retries() -> None:
     assert [(at, r.attempt, r.max_retries) for at, r in run.retries] == [(0, 1, 2), (450, 2, 2)]
     assert [r.delay_ms for _, r in run.retries] == pytest.approx([450, 1100])
     assert [r.failure.message for _, r in run.retries] == ["busy one", "busy two"]
-    assert run.out[-1] == (1550, Finish(FinishReason.error(SERVER, "busy three")))  # unchanged
+    assert run.out[-1] == (1550, Finish(FinishReason.error(Code.SERVER, "busy three")))  # unchanged
     assert run.completed_at == 1550
 
 
 def test_r5_a_zero_delay_from_the_lower_jitter_bound_is_accepted() -> None:
     scheduler = TestScheduler()
-    script = Script(scheduler, [error(SERVER), text_response("ok")])
+    script = Script(scheduler, [error(Code.SERVER), text_response("ok")])
     policy = RetryPolicy.normal(initial_delay_ms=1, max_delay_ms=1, jitter_ratio=1)
     run = Run(scheduler, script.batches(), policy, random=fixed(0))
 
@@ -353,7 +343,7 @@ def never() -> float:
 
 def test_r6a_retry_after_within_the_cap_is_used_verbatim() -> None:
     scheduler = TestScheduler()
-    script = Script(scheduler, [error(RATE_LIMIT, status=429, retry_after_ms=2000), text_response("ok")])
+    script = Script(scheduler, [error(Code.RATE_LIMIT, status=429, retry_after_ms=2000), text_response("ok")])
     run = Run(scheduler, script.batches(), normal_config(jitter_ratio=1), random=never)
 
     advance_ms(scheduler, 1999)
@@ -369,7 +359,7 @@ def test_r6a_retry_after_within_the_cap_is_used_verbatim() -> None:
 
 def test_r6b_retry_after_over_the_cap_in_normal_mode_passes_the_failure_on() -> None:
     scheduler = CountingScheduler()
-    failed = error(RATE_LIMIT, status=429, retry_after_ms=10_001)
+    failed = error(Code.RATE_LIMIT, status=429, retry_after_ms=10_001)
     script = Script(scheduler, [failed, text_response("never")])
     run = Run(scheduler, script.batches(), normal_config())
 
@@ -384,7 +374,7 @@ def test_r6b_retry_after_over_the_cap_in_normal_mode_passes_the_failure_on() -> 
 
 def test_r7_always_mode_with_retry_after_over_the_cap_uses_local_backoff() -> None:
     scheduler = TestScheduler()
-    script = Script(scheduler, [error(AUTH, status=401, retry_after_ms=10), text_response("ok")])
+    script = Script(scheduler, [error(Code.AUTH, status=401, retry_after_ms=10), text_response("ok")])
     policy = RetryPolicy.always(initial_delay_ms=2, max_delay_ms=4, jitter_ratio=0.5)
     run = Run(scheduler, script.batches(), policy, random=fixed(1))
 
@@ -401,7 +391,7 @@ def test_r7_always_mode_with_retry_after_over_the_cap_uses_local_backoff() -> No
 
 def test_r8_auth_under_the_default_policy_is_passed_on_without_a_timer() -> None:
     scheduler = CountingScheduler()
-    failed = error(AUTH, "bad key", status=401)
+    failed = error(Code.AUTH, "bad key", status=401)
     script = Script(scheduler, [failed, text_response("never")])
     run = Run(scheduler, script.batches(), RetryPolicy())
 
@@ -415,7 +405,7 @@ def test_r8_auth_under_the_default_policy_is_passed_on_without_a_timer() -> None
 
 def test_r14_always_mode_is_unbounded_and_the_delay_is_capped() -> None:
     scheduler = TestScheduler()
-    script = Script(scheduler, [*(error(AUTH, f"denied {n}") for n in range(1, 5)), text_response("finally")])
+    script = Script(scheduler, [*(error(Code.AUTH, f"denied {n}") for n in range(1, 5)), text_response("finally")])
     policy = RetryPolicy.always(initial_delay_ms=1, max_delay_ms=4, jitter_ratio=0.1)
     run = Run(scheduler, script.batches(), policy, random=fixed(1))
 
@@ -460,7 +450,7 @@ def test_malformed_tool_call_is_retried_by_default_and_its_usage_passes_before_t
     assert "block-end" not in types
     retry = run.chunks[-1]
     assert isinstance(retry, Retry)
-    assert retry.failure.code == MALFORMED_TOOL_CALL
+    assert retry.failure.code == Code.MALFORMED_TOOL_CALL
     assert retry.delay_ms == 500  # default policy, random 0.5: no jitter
     assert run.chunks[-2] == UsageChunk(Usage(5, 2, total_tokens=7))
 
@@ -492,7 +482,7 @@ def test_usage_total_sums_every_attempt_and_usage_is_the_last_attempts() -> None
 @pytest.mark.parametrize("policy", [RetryPolicy(), RetryPolicy.always(initial_delay_ms=1, max_delay_ms=1)])
 def test_an_aborted_finish_is_never_retried(policy: RetryPolicy) -> None:
     scheduler = CountingScheduler()
-    aborted = Finish(FinishReason("aborted", Failure(ABORTED, "cancelled by the caller")))
+    aborted = Finish(FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")))
     attempts: list[Attempt] = [[TextDelta(0, "x"), aborted], text_response("never")]
     script = Script(scheduler, attempts)
     run = Run(scheduler, script.batches(), policy)
@@ -506,7 +496,7 @@ def test_an_aborted_finish_is_never_retried(policy: RetryPolicy) -> None:
 
 def test_an_error_finish_with_the_aborted_code_is_not_retried_in_always_mode() -> None:
     scheduler = CountingScheduler()
-    failed = error(ABORTED, "cancelled")
+    failed = error(Code.ABORTED, "cancelled")
     script = Script(scheduler, [failed, text_response("never")])
     run = Run(scheduler, script.batches(), RetryPolicy.always(initial_delay_ms=1, max_delay_ms=1))
 
@@ -517,7 +507,9 @@ def test_an_error_finish_with_the_aborted_code_is_not_retried_in_always_mode() -
     assert scheduler.timers == 0
 
 
-@pytest.mark.parametrize("code", [QUOTA, AUTH, "INVALID_REQUEST", "CONTEXT_WINDOW_EXCEEDED", "MALFORMED_RESPONSE"])
+@pytest.mark.parametrize(
+    "code", [Code.QUOTA, Code.AUTH, Code.INVALID_REQUEST, Code.CONTEXT_WINDOW_EXCEEDED, Code.MALFORMED_RESPONSE]
+)
 def test_a_non_retryable_code_passes_through_at_once(code: str) -> None:
     scheduler = CountingScheduler()
     failed: list[Chunk] = [UsageChunk(Usage(3, 0)), Finish(FinishReason.error(code, "no"))]
@@ -547,7 +539,7 @@ def test_stop_and_tool_calls_finishes_pass_through() -> None:
 
 
 def thousand_failures_then_success(k: int) -> Attempt:
-    return error(TRANSPORT, f"reset {k}") if k < 1000 else text_response("after a thousand")
+    return error(Code.TRANSPORT, f"reset {k}") if k < 1000 else text_response("after a thousand")
 
 
 def test_a_thousand_immediate_failures_use_constant_stack() -> None:
@@ -588,7 +580,7 @@ def test_a_thousand_immediate_failures_on_the_default_scheduler_outside_an_event
 
 def test_disposing_during_a_pending_backoff_prevents_the_next_attempt() -> None:
     scheduler = CountingScheduler()
-    script = Script(scheduler, [error(TRANSPORT), text_response("never")])
+    script = Script(scheduler, [error(Code.TRANSPORT), text_response("never")])
     run = Run(scheduler, script.batches(), RetryPolicy.always())
 
     advance_ms(scheduler, 100)
@@ -641,12 +633,12 @@ def test_each_resubscription_gets_fresh_operator_state() -> None:
 
     assert [c.index for c in first if isinstance(c, BlockStart)] == [0, 1, 2]
     assert isinstance(first[-1], Retry)
-    assert first[-1].failure.code == STREAM_CLOSED
+    assert first[-1].failure.code == Code.STREAM_CLOSED
 
     assert [c.index for c in second if isinstance(c, BlockStart)] == [0]
     assert [c.id for c in second if isinstance(c, ToolCallDelta)] == [""]
     assert isinstance(second[-1], Retry)
-    assert second[-1].failure.code == MALFORMED_TOOL_CALL
+    assert second[-1].failure.code == Code.MALFORMED_TOOL_CALL
 
     assert third[0] == BlockStart(0, "text")
     assert third[-2:] == [UsageChunk(Usage(7, 3, total_tokens=10)), Finish(FinishReason("stop"))]
@@ -664,7 +656,7 @@ def test_the_retry_is_scheduled_relative_to_the_failure_time() -> None:
         if len(subscribed_at) > 1:
             return one_batch(text_response("ok")).subscribe(observer)
         return scheduler.schedule_relative(
-            timedelta(milliseconds=250), lambda *_: one_batch(error(SERVER)).subscribe(observer)
+            timedelta(milliseconds=250), lambda *_: one_batch(error(Code.SERVER)).subscribe(observer)
         )
 
     run = Run(scheduler, Observable(late_failure), normal_config())
@@ -678,7 +670,7 @@ def test_the_retry_is_scheduled_relative_to_the_failure_time() -> None:
 def test_r25_disposing_synchronously_on_the_retry_chunk_stops_the_retry() -> None:
     """R-25 adapted: the consumer cancels when it sees the retry chunk: 1 attempt, exactly 1 retry, no timer left."""
     scheduler = TestScheduler()
-    script = Script(scheduler, [error(SERVER), text_response("never")])
+    script = Script(scheduler, [error(Code.SERVER), text_response("never")])
     seen: list[Chunk] = []
     holder: list[abc.DisposableBase] = []
 

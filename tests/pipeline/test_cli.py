@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 import pipeline
-from operators._codes import STREAM_CLOSED
+from operators import Code
 from pipeline import example_path
 from pipeline._cli import main
 from pipeline._emulator import Emulator
@@ -163,11 +163,11 @@ def test_a_stream_ending_in_an_error_finish_exits_0(capsys: pytest.CaptureFixtur
 
     assert main(["replay", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"finish: error {STREAM_CLOSED}" in out
+    assert f"finish: error {Code.STREAM_CLOSED}" in out
 
     assert main(["replay", str(path), "--assembled"]) == 0
     message = json.loads(capsys.readouterr().out)
-    assert message["finish"] == {"kind": "error", "code": STREAM_CLOSED}
+    assert message["finish"] == {"kind": "error", "code": Code.STREAM_CLOSED}
     assert message["text"] == "half an ans"
 
 

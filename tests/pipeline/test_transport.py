@@ -22,22 +22,7 @@ import httpx
 import pytest
 
 import pipeline
-from operators import Chunk, Finish, Retry, RetryPolicy, ToolCallDelta, UsageChunk
-from operators._codes import (
-    ABORTED,
-    AUTH,
-    CONTEXT_WINDOW_EXCEEDED,
-    EMPTY_RESPONSE,
-    INVALID_REQUEST,
-    MALFORMED_RESPONSE,
-    MALFORMED_TOOL_CALL,
-    QUOTA,
-    RATE_LIMIT,
-    SERVER,
-    STREAM_CLOSED,
-    TIMEOUT,
-    TRANSPORT,
-)
+from operators import Chunk, Code, Finish, Retry, RetryPolicy, ToolCallDelta, UsageChunk
 from pipeline._emulator import Emulator
 from pipeline._emulator_scripts import CLEAN_TEXT
 from pipeline._transport import ChatClient, ClientConfig, ConfigError, is_loopback
@@ -151,14 +136,14 @@ def closed_port() -> int:
 @pytest.mark.parametrize(
     ("profile", "code", "status"),
     [
-        ("rate-limit", RATE_LIMIT, 429),
-        ("server-error", SERVER, 500),
-        ("unavailable", SERVER, 503),
-        ("auth", AUTH, 401),
-        ("quota", QUOTA, 429),
-        ("context", CONTEXT_WINDOW_EXCEEDED, 400),
-        ("html-200", MALFORMED_RESPONSE, 200),
-        ("empty-200", EMPTY_RESPONSE, 200),
+        ("rate-limit", Code.RATE_LIMIT, 429),
+        ("server-error", Code.SERVER, 500),
+        ("unavailable", Code.SERVER, 503),
+        ("auth", Code.AUTH, 401),
+        ("quota", Code.QUOTA, 429),
+        ("context", Code.CONTEXT_WINDOW_EXCEEDED, 400),
+        ("html-200", Code.MALFORMED_RESPONSE, 200),
+        ("empty-200", Code.EMPTY_RESPONSE, 200),
     ],
 )
 async def test_http_failures_map_to_their_codes(emu: Emulator, profile: str, code: str, status: int) -> None:
@@ -195,11 +180,11 @@ async def test_html_200_message_shows_what_came_instead_of_a_stream(emu: Emulato
 @pytest.mark.parametrize(
     ("profile", "code", "text"),
     [
-        ("drop-mid-stream", TRANSPORT, "Hello from the"),
-        ("error-midstream", SERVER, "Hello from"),
-        ("event-error", INVALID_REQUEST, "maybe"),
-        ("malformed-json", MALFORMED_RESPONSE, "Hello"),
-        ("no-done-no-finish", STREAM_CLOSED, CLEAN),
+        ("drop-mid-stream", Code.TRANSPORT, "Hello from the"),
+        ("error-midstream", Code.SERVER, "Hello from"),
+        ("event-error", Code.INVALID_REQUEST, "maybe"),
+        ("malformed-json", Code.MALFORMED_RESPONSE, "Hello"),
+        ("no-done-no-finish", Code.STREAM_CLOSED, CLEAN),
     ],
 )
 async def test_mid_stream_failures_keep_the_partial_text(emu: Emulator, profile: str, code: str, text: str) -> None:
@@ -221,7 +206,7 @@ async def test_a_closed_port_is_transport(emu: Emulator) -> None:
     failure = last_finish(chunks).reason.failure
     assert types(chunks) == ["finish"]
     assert failure is not None
-    assert failure.code == TRANSPORT
+    assert failure.code == Code.TRANSPORT
     assert f"127.0.0.1:{port}" in failure.message
 
 
@@ -231,7 +216,7 @@ async def test_a_stall_is_timeout(emu: Emulator) -> None:
 
     failure = last_finish(chunks).reason.failure
     assert failure is not None
-    assert failure.code == TIMEOUT
+    assert failure.code == Code.TIMEOUT
     assert "0.3 s" in failure.message
     assert pipeline.assemble(chunks).text == "Hello from"
     assert time.monotonic() - started < 5
@@ -249,7 +234,7 @@ async def test_no_done_is_a_clean_stop(emu: Emulator) -> None:
 async def test_never_identified_is_malformed_tool_call_after_the_usage(emu: Emulator) -> None:
     chunks = await collect(emu.base_url, "never-identified")
 
-    assert last_finish(chunks).reason.code == MALFORMED_TOOL_CALL
+    assert last_finish(chunks).reason.code == Code.MALFORMED_TOOL_CALL
     assert types(chunks)[-2:] == ["usage", "finish"]
     assert "block-end" not in types(chunks)
     assert all(c.id == "" for c in chunks if isinstance(c, ToolCallDelta))
@@ -314,7 +299,7 @@ async def test_the_auth_profiles_message_does_not_echo_the_key(emu: Emulator) ->
     failure = last_finish(await collect(emu.base_url, "auth", api_key=SECRET)).reason.failure
 
     assert failure is not None
-    assert failure.code == AUTH
+    assert failure.code == Code.AUTH
     assert "Incorrect API key" in failure.message
     assert SECRET not in failure.message
 
@@ -336,7 +321,7 @@ async def test_a_transport_message_redacts_the_key() -> None:
 
     failure = last_finish(chunks).reason.failure
     assert failure is not None
-    assert failure.code == TRANSPORT
+    assert failure.code == Code.TRANSPORT
     assert SECRET not in failure.message
     assert "[redacted]" in failure.message
 
@@ -351,8 +336,8 @@ async def test_two_malformed_tool_calls_then_success(emu: Emulator) -> None:
 
     retries = [c for c in chunks if isinstance(c, Retry)]
     assert [(r.attempt, r.max_retries, r.failure.code) for r in retries] == [
-        (1, 2, MALFORMED_TOOL_CALL),
-        (2, 2, MALFORMED_TOOL_CALL),
+        (1, 2, Code.MALFORMED_TOOL_CALL),
+        (2, 2, Code.MALFORMED_TOOL_CALL),
     ]
     assert [r.delay_ms for r in retries] == [1, 2]
     assert emu.state.attempts[key] == 3
@@ -384,7 +369,7 @@ async def test_a_dropped_stream_is_retried_and_the_partial_text_is_discarded(emu
     chunks = await collect(emu.base_url, "drop-mid-stream", headers, retry=True)
 
     retries = [c for c in chunks if isinstance(c, Retry)]
-    assert [r.failure.code for r in retries] == [TRANSPORT]
+    assert [r.failure.code for r in retries] == [Code.TRANSPORT]
     message = pipeline.assemble(chunks)
     assert message.text == CLEAN
     assert message.ok
@@ -398,7 +383,7 @@ async def test_exhausted_retries_give_the_last_error_finish(emu: Emulator) -> No
 
     assert types(chunks) == ["retry", "retry", "finish"]
     finish = last_finish(chunks)
-    assert finish.reason.code == SERVER
+    assert finish.reason.code == Code.SERVER
     assert finish.reason.failure is not None
     assert finish.reason.failure.status == 500
     assert emu.state.attempts[key] == 3
@@ -410,7 +395,7 @@ async def test_a_non_retryable_code_is_not_retried(emu: Emulator) -> None:
     chunks = await collect(emu.base_url, "auth", headers, retry=True)
 
     assert types(chunks) == ["finish"]
-    assert last_finish(chunks).reason.code == AUTH
+    assert last_finish(chunks).reason.code == Code.AUTH
     assert emu.state.attempts[key] == 1
 
 
@@ -429,7 +414,7 @@ async def test_retry_after_is_honoured(emu: Emulator) -> None:
 
     (retry,) = [c for c in chunks if isinstance(c, Retry)]
     assert retry.delay_ms == 50
-    assert retry.failure.code == RATE_LIMIT
+    assert retry.failure.code == Code.RATE_LIMIT
     assert retry.failure.retry_after_ms == 50
     assert pipeline.assemble(chunks).text == CLEAN
     assert emu.state.attempts[key] == 2
@@ -442,7 +427,7 @@ async def test_retry_after_over_the_cap_is_refused_in_normal_mode(emu: Emulator)
     chunks = await collect(emu.base_url, "rate-limit", headers, retry=True)  # Retry-After 2 s > max 5 ms
 
     assert types(chunks) == ["finish"]
-    assert last_finish(chunks).reason.code == RATE_LIMIT
+    assert last_finish(chunks).reason.code == Code.RATE_LIMIT
     assert emu.state.attempts[key] == 1
 
 
@@ -491,7 +476,7 @@ async def test_setting_cancel_mid_stream_aborts_and_disconnects(fresh_emu: Emula
     assert seen
     finish = last_finish(chunks)
     assert finish.reason.kind == "aborted"
-    assert finish.reason.code == ABORTED
+    assert finish.reason.code == Code.ABORTED
     assert pipeline.assemble(chunks).text != CLEAN  # it stopped before the end
     assert len(fresh_emu.state.requests) == 1
 
@@ -506,7 +491,7 @@ async def test_cancel_set_before_the_stream_starts_sends_no_request(fresh_emu: E
             follow_up = [chunk async for chunk in client.stream(MESSAGES)]
 
     assert types(chunks) == ["finish"]
-    assert last_finish(chunks).reason.code == ABORTED
+    assert last_finish(chunks).reason.code == Code.ABORTED
     assert pipeline.assemble(follow_up).text == CLEAN
     assert len(fresh_emu.state.requests) == 1
 
@@ -525,7 +510,7 @@ async def test_cancel_during_a_pending_retry_sends_no_further_request(emu: Emula
                     cancel.set()
 
     assert types(chunks) == ["retry", "finish"]
-    assert last_finish(chunks).reason.code == ABORTED
+    assert last_finish(chunks).reason.code == Code.ABORTED
     assert emu.state.attempts[key] == 1
 
 

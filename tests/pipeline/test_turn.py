@@ -20,9 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from operators import Failure, Finish, FinishReason, RetryPolicy, TextDelta
+from operators import Code, Failure, Finish, FinishReason, RetryPolicy, TextDelta
 from operators._chunks import chunk_from_json
-from operators._codes import ABORTED, AUTH, MALFORMED_TOOL_CALL, RATE_LIMIT
 from pipeline import (
     ChatClient,
     Session,
@@ -251,7 +250,7 @@ async def test_agent_conversation_runs_every_step_and_the_log_reloads_as_run(emu
     assert turn_events[-1].data == {"kind": "stop"}
     retry = next(event for event in turn_events if event.kind == "retry")
     assert retry.step == 2
-    assert retry.data.failure.code == MALFORMED_TOOL_CALL
+    assert retry.data.failure.code == Code.MALFORMED_TOOL_CALL
     results = [event.data[1] for event in turn_events if event.kind == "tool-result"]
     assert [result.is_error for result in results] == [False] * 4, [result.text for result in results]
     assert any(event.kind == "chunk" for event in turn_events)
@@ -273,7 +272,7 @@ async def test_agent_conversation_runs_every_step_and_the_log_reloads_as_run(emu
     assert len(attempt) == 1
     assert len(retried) == 1
     assert (attempt[0]["turn"], attempt[0]["step"], attempt[0]["attempt"]) == (1, 2, 1)
-    assert attempt[0]["failure"]["code"] == MALFORMED_TOOL_CALL
+    assert attempt[0]["failure"]["code"] == Code.MALFORMED_TOOL_CALL
     stream = [chunk_from_json(chunk) for chunk in attempt[0]["stream"]]
     deltas = [chunk for chunk in attempt[0]["stream"] if chunk["type"] == "tool-call-delta"]
     assert stream
@@ -281,7 +280,7 @@ async def test_agent_conversation_runs_every_step_and_the_log_reloads_as_run(emu
     assert "".join(chunk["arguments_delta"] for chunk in deltas) == '{"city": "Paris"}'
     assert not [chunk for chunk in attempt[0]["stream"] if chunk["type"] == "block-end"]  # never assembled
     assert types_of(loaded).index("llm/retry") == types_of(loaded).index("assistant/attempt") + 1
-    assert (retried[0]["step"], retried[0]["retry"], retried[0]["failure"]["code"]) == (2, 1, MALFORMED_TOOL_CALL)
+    assert (retried[0]["step"], retried[0]["retry"], retried[0]["failure"]["code"]) == (2, 1, Code.MALFORMED_TOOL_CALL)
     assert tools.calls[:2] == [("get_weather", "Paris"), ("get_weather", "Berlin")]
     assert sorted(tools.calls[2:]) == [("get_time", "Europe/Paris"), ("get_weather", "Paris")]
     assert len(tools.calls) == 4  # nothing from the refused attempt
@@ -297,7 +296,7 @@ async def test_agent_conversation_runs_every_step_and_the_log_reloads_as_run(emu
     step1_ids = [block["id"] for block in of_type(loaded, "assistant/message")[0]["message"]["content"]]
     for messages in (refused, retry_request, final):
         text = json.dumps(messages)
-        assert MALFORMED_TOOL_CALL not in text  # the error text never reaches the model
+        assert Code.MALFORMED_TOOL_CALL not in text  # the error text never reaches the model
         assert attempt[0]["failure"]["message"] not in text
         assert [m["tool_call_id"] for m in messages if m["role"] == "tool"][:2] == step1_ids
         for message in messages:
@@ -413,10 +412,10 @@ async def test_non_retryable_failure_ends_the_turn_error_with_the_attempt_record
     assert kinds(events) == ["step-start", "turn-end"]
     reason = events[-1].data
     assert reason["kind"] == "error"
-    assert reason["failure"]["code"] == AUTH
+    assert reason["failure"]["code"] == Code.AUTH
     loaded = Session.load(path)
     assert types_of(loaded) == ["user/message", "assistant/attempt", "turn/end"]
-    assert of_type(loaded, "assistant/attempt")[0]["failure"]["code"] == AUTH
+    assert of_type(loaded, "assistant/attempt")[0]["failure"]["code"] == Code.AUTH
     assert turn_end(loaded) == reason
     assert len(requests_for(emu, key)) == 1  # not retried
     assert tools.calls == []
@@ -446,13 +445,13 @@ async def test_cancel_after_the_first_chunk_ends_the_turn_aborted(emu: Emulator,
     assert all(event.kind == "chunk" for event in seen[1:-1])
     # what had already arrived with the first chunk is delivered, then the aborted finish: the stream stopped
     assert [chunk.text for chunk in chunks if isinstance(chunk, TextDelta)] == ["Hello"]
-    assert chunks[-1] == Finish(FinishReason("aborted", Failure(ABORTED, "cancelled by the caller")))
+    assert chunks[-1] == Finish(FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")))
     assert seen[-1].data["kind"] == "aborted"
-    assert seen[-1].data["failure"]["code"] == ABORTED
+    assert seen[-1].data["failure"]["code"] == Code.ABORTED
     loaded = Session.load(path)
     assert types_of(loaded) == ["user/message", "assistant/attempt", "turn/end"]
     assert turn_end(loaded)["kind"] == "aborted"
-    assert of_type(loaded, "assistant/attempt")[0]["failure"]["code"] == ABORTED
+    assert of_type(loaded, "assistant/attempt")[0]["failure"]["code"] == Code.ABORTED
 
 
 async def test_cancel_during_a_pending_retry_ends_the_turn_aborted_at_once(emu: Emulator, tmp_path: Path) -> None:
@@ -476,14 +475,14 @@ async def test_cancel_during_a_pending_retry_ends_the_turn_aborted_at_once(emu: 
 
     retry = next(event for event in seen if event.kind == "retry")
     assert retry.data.delay_ms == 2000  # the provider's Retry-After: the retry was really pending for 2 s
-    assert retry.data.failure.code == RATE_LIMIT
+    assert retry.data.failure.code == Code.RATE_LIMIT
     assert elapsed < 0.5
     assert seen[-1].kind == "turn-end"
     assert seen[-1].data["kind"] == "aborted"
     assert len(requests_for(emu, key)) == 1
     loaded = Session.load(path)
     assert types_of(loaded) == ["user/message", "assistant/attempt", "llm/retry", "assistant/attempt", "turn/end"]
-    assert [data["failure"]["code"] for data in of_type(loaded, "assistant/attempt")] == [RATE_LIMIT, ABORTED]
+    assert [data["failure"]["code"] for data in of_type(loaded, "assistant/attempt")] == [Code.RATE_LIMIT, Code.ABORTED]
     assert turn_end(loaded)["kind"] == "aborted"
 
 
@@ -755,13 +754,13 @@ async def test_a_never_identified_call_never_reaches_the_session(emu: Emulator, 
     assert kinds(events) == ["step-start", "attempt-failed", "retry", "turn-end"]
     reason = events[-1].data
     assert reason["kind"] == "error"
-    assert reason["failure"]["code"] == MALFORMED_TOOL_CALL
+    assert reason["failure"]["code"] == Code.MALFORMED_TOOL_CALL
     loaded = Session.load(path)
     assert types_of(loaded) == ["user/message", "assistant/attempt", "llm/retry", "assistant/attempt", "turn/end"]
     assert not of_type(loaded, "tool/call")
     assert not of_type(loaded, "tool/result")
     assert not of_type(loaded, "assistant/message")
-    assert [data["failure"]["code"] for data in of_type(loaded, "assistant/attempt")] == [MALFORMED_TOOL_CALL] * 2
+    assert [data["failure"]["code"] for data in of_type(loaded, "assistant/attempt")] == [Code.MALFORMED_TOOL_CALL] * 2
     assert assert_no_empty_call_id(path) == 0
     assert tools.calls == []
     assert len(requests_for(emu, key)) == 2

@@ -1,0 +1,29 @@
+"""The one exception root of the library, and the tree of everything that derives from it.
+
+Every exception class defined by ``operators`` or ``pipeline`` derives from ``LlmStreamError``, and keeps the built-in
+base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
+
+    LlmStreamError
+    ├── RetryPolicyError (ValueError) ...... operators: a retry policy or its configuration breaks a rule
+    ├── ConfigError (ValueError) ........... pipeline.transport: a client setting is out of range
+    ├── CliError ........................... pipeline.cli: a usage or input error, exit status 2
+    ├── ToolDefinitionError (TypeError) .... pipeline.agent: a function cannot be described as a tool
+    └── SessionError ....................... pipeline.session: the session log refused something
+        ├── SessionValidationError ......... an event breaks a rule (on write and on read alike)
+        ├── SessionWriteError .............. an append could not be made durable
+        ├── SessionCorruptionError ......... the file holds a line that is not a valid event
+        └── SessionLockedError ............. another writer holds the session's lock
+
+    Warnings (not exceptions): SessionTornTailWarning (UserWarning), a torn last line was set aside.
+
+A failed *response* is never raised: it is an error ``Finish`` in the chunk stream (``operators.Code`` lists the
+codes). ``operators.extend.StreamFailure`` is a signal a source sends through ``on_error``, not a public exception.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LlmStreamError"]
+
+
+class LlmStreamError(Exception):
+    """The root of every exception this library raises: ``except LlmStreamError`` catches them all."""

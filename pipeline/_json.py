@@ -1,0 +1,57 @@
+"""Strict JSON, the one home for it in ``pipeline``: what the session log writes and the tool runner parses.
+
+JSON has no NaN or Infinity; Python's ``json`` accepts and writes them by default. Everything here refuses them, so
+whatever the library writes is read back by any JSON parser, and whatever it parses is a value a provider would accept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NoReturn, Protocol, runtime_checkable
+
+from operators.wire import MAX_SAFE_INTEGER, is_json_number
+
+__all__ = ["MAX_SAFE_INTEGER", "SupportsToJson", "clip", "dumps", "is_json_number", "json_default", "loads"]
+
+
+@runtime_checkable
+class SupportsToJson(Protocol):
+    """A protocol value (``TextBlock``, ``ToolCallBlock``, ``Usage``, ``FinishReason``, ``Failure``, a chunk)."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def json_default(value: object) -> Any:
+    """``json.dumps``'s ``default``: a protocol value by its ``to_json()``, a mapping as a dict; anything else is a
+    ``TypeError`` naming its type."""
+    if isinstance(value, SupportsToJson):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def dumps(value: object, *, compact: bool = True) -> str:
+    """Strict JSON text: ``ValueError`` for NaN or Infinity, ``TypeError`` for a value JSON cannot hold."""
+    separators = (",", ":") if compact else None
+    return json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=False, default=json_default)
+
+
+def loads(text: str | bytes) -> Any:
+    """A JSON value. ``ValueError`` for bad UTF-8, bad JSON, NaN or Infinity; ``RecursionError`` for nesting deeper
+    than the interpreter allows."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, saying how long the whole was when it was cut."""
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text)} characters)"
+    return text
