@@ -11,9 +11,23 @@
 
 from operators import RetryPolicy
 
-from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
-from ._examples import example_path
-from ._session import (
+from .agent import Tool, ToolRegistry, ToolResult, TurnEvent, run_turn, run_turn_to_end
+from .compose import (
+    Assembler,
+    AssistantMessage,
+    ByteSource,
+    assemble,
+    assemble_async,
+    bytes_source,
+    collect,
+    example_path,
+    protocol_operators,
+    stream,
+    to_chunks,
+    translate,
+    translate_batches,
+)
+from .session import (
     RepairReport,
     Session,
     SessionCorruptionError,
@@ -24,27 +38,15 @@ from ._session import (
     check,
     repair,
 )
-from ._tools import Tool, ToolRegistry, ToolResult
-from ._translate import (
-    ByteSource,
-    bytes_source,
-    collect,
-    protocol_operators,
-    stream,
-    to_chunks,
-    translate,
-    translate_batches,
-)
-from ._transport import ChatClient, ClientConfig, ConfigError
-from ._turn import TurnEvent, run_turn, run_turn_to_end
+from .transport import ChatClient, ClientConfig, ConfigError
 
 
 def __getattr__(name: str) -> object:
     """``Emulator`` and ``EmulatorConfig`` import lazily: they need the ``emulator`` extra (starlette, uvicorn)."""
     if name in ("Emulator", "EmulatorConfig"):
-        from . import _emulator
+        from . import emulator
 
-        return getattr(_emulator, name)
+        return getattr(emulator, name)
     raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
 
 

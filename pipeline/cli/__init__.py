@@ -1,0 +1,5 @@
+"""The ``llm-stream`` command line."""
+
+from .._cli import main
+
+__all__ = ["main"]

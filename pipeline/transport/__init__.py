@@ -1,0 +1,5 @@
+"""A live endpoint: the HTTP client, its configuration, the HTTP byte source."""
+
+from .._transport import DEFAULT_IDLE_TIMEOUT, ChatClient, ClientConfig, ConfigError, is_loopback
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "ChatClient", "ClientConfig", "ConfigError", "is_loopback"]
