@@ -18,12 +18,14 @@ import reactivex
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 import operators
+import operators.wire
 import pipeline
-from operators import Anomaly, Finish, Stage, stage_operator
+from operators import Anomaly, Finish
+from operators.extend import Operator, Stage, stage_operator
 from pipeline import bytes_source, to_chunks
 
 try:  # what to_chunks keeps; the explicit list below if the private name moves
-    from operators._chunks import CHUNK_TYPES
+    from operators.extend import CHUNK_TYPES
 except ImportError:  # pragma: no cover
     CHUNK_TYPES = (operators.BlockStart, operators.TextDelta, operators.ReasoningDelta, operators.ToolCallDelta,
                    operators.BlockEnd, operators.UsageChunk, operators.Finish, operators.Anomaly, operators.Retry)
@@ -149,7 +151,7 @@ def wire_chunks(pieces: Pieces) -> int:
 
     def on_next(batch: Any) -> None:
         nonlocal count
-        count += sum(1 for item in batch if type(item) is operators.WireChunk)
+        count += sum(1 for item in batch if type(item) is operators.wire.WireChunk)
 
     reactivex.from_iterable(pieces).pipe(operators.parse_sse()).subscribe(on_next=on_next)
     return count
@@ -158,8 +160,8 @@ def wire_chunks(pieces: Pieces) -> int:
 # --------------------------------------------------------------------------------------------------- Rx overhead
 #
 # Method 1 (the target's number): the same stages, the same per-event work, without Rx. The stage objects of
-# ``protocol_operators()`` (taken from each ``stage_operator``'s closure, so the chain measured is whatever the
-# library composes) are driven by plain method calls that keep ``stage_operator``'s and ``to_chunks``'s semantics:
+# ``parse_sse()`` and ``protocol_rules()`` (taken from each ``stage_operator``'s closure, so the chain measured is what
+# the library composes) are driven by plain method calls that keep ``stage_operator``'s and ``to_chunks``'s semantics:
 # a stage's output goes to the next stage; a stage that finishes emits, then completes downstream (``on_end``); the
 # sink keeps public chunks, stops after the finish and appends them to a list, as ``subscribe(on_next=out.append)``
 # does. Rx overhead per event = (translate - direct) / events, both timed interleaved, best of many runs: it is the
@@ -172,9 +174,9 @@ def wire_chunks(pieces: Pieces) -> int:
 # the stages do.
 
 
-def stage_factories(chain: Sequence[operators.Operator]) -> list[Callable[[], Stage]] | None:
+def stage_factories(chain: Sequence[Operator[Any, Any]]) -> list[Callable[[], Stage[Any, Any]]] | None:
     """The stage factory behind each operator, or None when an operator is not a ``stage_operator``."""
-    factories: list[Callable[[], Stage]] = []
+    factories: list[Callable[[], Stage[Any, Any]]] = []
     for operator in chain:
         code = getattr(operator, "__code__", None)
         closure = getattr(operator, "__closure__", None)
@@ -185,7 +187,7 @@ def stage_factories(chain: Sequence[operators.Operator]) -> list[Callable[[], St
 
 
 class _Direct:
-    def __init__(self, factories: Sequence[Callable[[], Stage]]) -> None:
+    def __init__(self, factories: Sequence[Callable[[], Stage[Any, Any]]]) -> None:
         self.stages = [factory() for factory in factories]
         self.stopped = [False] * len(self.stages)
         self.out: list[Any] = []
@@ -208,7 +210,8 @@ class _Direct:
             if stopped[at]:
                 return
             stage = stages[at]
-            out = stage.on_batch(batch)
+            out: list[Any] = []
+            stage.on_batch(batch, out)
             if stage.finished:
                 stopped[at] = True
                 if out:
@@ -226,7 +229,8 @@ class _Direct:
             return
         if self.stopped[at]:
             return
-        out = self.stages[at].on_end()
+        out: list[Any] = []
+        self.stages[at].on_end(out)
         self.stopped[at] = True
         if out:
             self.push(at + 1, out)
@@ -245,7 +249,7 @@ class _Direct:
                     return
 
 
-def direct_stages(factories: Sequence[Callable[[], Stage]]) -> Callable[[Pieces], list[Any]]:
+def direct_stages(factories: Sequence[Callable[[], Stage[Any, Any]]]) -> Callable[[Pieces], list[Any]]:
     """Method 1: the library's stages without Rx (see above); returns the chunks."""
 
     def run(pieces: Pieces) -> list[Any]:
@@ -262,19 +266,19 @@ class _Wrap:
     def __init__(self, items: int = 1) -> None:
         self.batch: list[Any] = [operators.TextDelta(0, "x")] * items
 
-    def on_batch(self, batch: Any) -> list[Any]:
-        return list(self.batch)
+    def on_batch(self, batch: Any, out: list[Any]) -> None:
+        out.extend(self.batch)
 
-    def on_end(self) -> list[Any]:
-        return []
-
-    def on_failure(self, error: Exception) -> list[Any] | None:
+    def on_end(self, out: list[Any]) -> None:
         return None
+
+    def on_failure(self, error: Exception, out: list[Any]) -> bool:
+        return False
 
 
 class _Identity(_Wrap):
-    def on_batch(self, batch: Any) -> list[Any]:
-        return batch  # type: ignore[no-any-return]
+    def on_batch(self, batch: Any, out: list[Any]) -> None:
+        out.extend(batch)
 
 
 IDENTITY_OPERATORS = 5
@@ -292,12 +296,14 @@ def identity_chain(pieces: Pieces, items: int) -> int:
 
 def identity_plain(pieces: Pieces, items: int) -> int:
     """Method 2, without Rx: the same stage calls, and the same filter and append per chunk, in a loop."""
-    stages: list[Stage] = [_Wrap(items), *(_Identity() for _ in range(IDENTITY_OPERATORS - 1))]
+    stages: list[Stage[Any, Any]] = [_Wrap(items), *(_Identity() for _ in range(IDENTITY_OPERATORS - 1))]
     out: list[Any] = []
     for piece in pieces:
         batch: Any = piece
         for stage in stages:
-            batch = stage.on_batch(batch)
+            out_batch: list[Any] = []
+            stage.on_batch(batch, out_batch)
+            batch = out_batch
         for item in batch:
             if type(item) in _PUBLIC:
                 out.append(item)

@@ -49,6 +49,7 @@ from typing import Any
 if __package__ in (None, ""):  # python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import operators
 import pipeline
 from benchmarks import _workloads as work
 from benchmarks._emulator_proc import ROOT, EmulatorProcess, emulator_class
@@ -205,7 +206,7 @@ class Bench:
         self.results = Results()
         self.peers: Any = None
         self.merge = "add_ai_message_chunks"
-        self.factories = work.stage_factories(pipeline.protocol_operators())
+        self.factories = work.stage_factories([operators.parse_sse(), *pipeline.protocol_rules()])
         self.kept: dict[str, tuple[int, int, list[bytes]]] = {}
         """events, expected chunks and pieces of the streams the overhead and linearity passes reuse."""
 
@@ -780,7 +781,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": args.sizes, "repeat": args.repeat or "5 (3 for large)", "smoke": args.smoke, "piece": PIECE,
     }
     if bench.factories is None:
-        results.notes.append("protocol_operators() are not all stage_operators: the 'without Rx' row is skipped")
+        results.notes.append("the rules are not all stage_operators: the 'without Rx' row is skipped")
 
     if not args.skip_peers:
         from benchmarks import _peers

@@ -1,9 +1,14 @@
 """The rules of the chunk protocol, one reactive operator each, and the vocabulary they speak.
 
-Every operator is a factory returning ``Callable[[Observable[Batch]], Observable[Batch]]``: compose them with
-``source.pipe(parse_sse(), coalesce_identity(), ...)``. The Observable between operators carries batches (one list
-per network read); state is created per subscription, so a pipeline can be subscribed twice (a retry is a
-re-subscription). Operators never do I/O. ``pipeline.translate`` composes them and hands out single chunks.
+Every operator is a factory returning a typed ``Operator[A, B]`` (``Callable[[Observable[A]], Observable[B]]``):
+compose them with ``source.pipe(parse_sse(), coalesce_identity(), ...)``. Between operators the Observable carries
+``Batch[Signal]`` (one sequence per network read, decision 0008); state is created per subscription, so a pipeline
+can be subscribed twice (a retry is a re-subscription). Operators never do I/O. ``pipeline.translate`` composes them
+and hands out single public chunks: the place for ordinary reactivex operators.
+
+Three public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
+``operators.wire`` (the typed wire values ``parse_sse`` decodes) and ``operators.extend`` (the kit for a custom
+operator among the rules, and for a custom byte source).
 
 parse_sse()
     Bytes split anywhere to typed wire values; ``[DONE]`` to ``Done``; malformed, in-band errors and a cut stream to
@@ -71,36 +76,21 @@ from ._chunks import (
     UsageChunk,
     chunk_from_json,
 )
-from ._classify_finish import EMPTY_RESPONSE_MESSAGE, classify_finish, map_finish_reason
+from ._classify_finish import classify_finish
 from ._close_on_done import close_on_done
 from ._coalesce_identity import coalesce_identity
 from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
-from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
 from ._exceptions import LlmStreamError
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
-from ._signals import (
-    Done,
-    FinishSeen,
-    Halt,
-    PendingFinish,
-    RefusalSeen,
-    StreamFailure,
-    ToolCallState,
-    ToolFragment,
-    UsageSeen,
-)
-from ._stage import BaseStage, Batch, Operator, Stage, stage_operator
-from ._usage import map_usage
-from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, WireUsage, decode_chunk
+from ._signals import Rule, Signal
+from ._stage import Batch, Operator
 
 __all__ = [
     "CODES",
     "DEFAULT_RETRYABLE_CODES",
-    "EMPTY_RESPONSE_MESSAGE",
     "Anomaly",
-    "BaseStage",
     "Batch",
     "BlockEnd",
     "BlockStart",
@@ -108,52 +98,30 @@ __all__ = [
     "Chunk",
     "Code",
     "CodeInfo",
-    "Done",
     "Failure",
     "Finish",
     "FinishKind",
     "FinishReason",
-    "FinishSeen",
-    "Halt",
     "LlmStreamError",
     "Operator",
-    "PendingFinish",
     "ReasoningBlock",
     "ReasoningDelta",
-    "RefusalSeen",
     "Retry",
     "RetryPolicy",
     "RetryPolicyError",
-    "Stage",
-    "StreamFailure",
+    "Rule",
+    "Signal",
     "TextBlock",
     "TextDelta",
     "ToolCallBlock",
     "ToolCallDelta",
-    "ToolCallState",
-    "ToolFragment",
     "Usage",
     "UsageChunk",
-    "UsageSeen",
-    "WireChoice",
-    "WireChunk",
-    "WireDelta",
-    "WireFunction",
-    "WireToolCall",
-    "WireUsage",
     "accumulate_arguments",
     "chunk_from_json",
     "classify_finish",
-    "classify_http_error",
-    "classify_inband_error",
     "close_on_done",
     "coalesce_identity",
-    "decode_chunk",
-    "map_finish_reason",
-    "map_usage",
-    "parse_retry_after",
     "parse_sse",
-    "request_id_from",
     "retry_when_retryable",
-    "stage_operator",
 ]

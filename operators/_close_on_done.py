@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._block_texts import BlockTexts
 from ._chunks import (
     BlockEnd,
     BlockStart,
@@ -37,8 +38,8 @@ from ._chunks import (
     UsageChunk,
 )
 from ._codes import Code
-from ._signals import Done, FinishSeen, Halt, PendingFinish, StreamFailure, ToolCallState, UsageSeen
-from ._stage import Operator, stage_operator
+from ._signals import Done, FinishSeen, Halt, PendingFinish, Rule, Signal, StreamFailure, ToolCallState, UsageSeen
+from ._stage import BaseStage, Batch, stage_operator
 
 __all__ = ["close_on_done", "describe_missing_identity"]
 
@@ -53,27 +54,25 @@ def describe_missing_identity(calls: list[ToolCallState]) -> str:
     return "; ".join(parts) + ": refused rather than assembled without its identity"
 
 
-class _CloseOnDone:
+class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
     def __init__(self) -> None:
         self.finished = False
         self.blocks: list[BlockStart] = []
-        # UTF-8 bytes, not a list of fragments: a long response holds one buffer per block instead of one small str
-        # object per delta (about 55 B each), which keeps memory flat (docs/decisions/0008-batches-between-operators.md)
-        self.texts: dict[int, bytearray] = {}
+        self.texts = BlockTexts()
         self.calls: dict[int, ToolCallState] = {}
         self.usage: Usage | None = None
         self.reason: str | None = None
 
-    def on_batch(self, batch: Any) -> list[Any]:
-        out: list[Any] = []
+    def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
+        item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             kind = type(item)
             if kind is TextDelta or kind is ReasoningDelta:
-                self.texts[item.index] += item.text.encode("utf-8", "surrogatepass")
+                self.texts.add(item.index, item.text)
                 out.append(item)
             elif kind is BlockStart:
                 self.blocks.append(item)
-                self.texts[item.index] = bytearray()
+                self.texts.open(item.index)
                 out.append(item)
             elif kind is ToolCallState:
                 self.calls[item.index] = item
@@ -89,9 +88,8 @@ class _CloseOnDone:
                 break
             else:
                 out.append(item)
-        return out
 
-    def _close(self, out: list[Any]) -> None:
+    def _close(self, out: list[Signal]) -> None:
         self.finished = True
         unidentified = [call for call in self.calls.values() if call.missing]
         if unidentified:
@@ -104,34 +102,31 @@ class _CloseOnDone:
                 # ToolCallBlock validates the identity again: an empty id or name can never be assembled.
                 out.append(BlockEnd(index, ToolCallBlock(call.id or "", call.name or "", call.arguments)))
             elif start.block_type == "text":
-                out.append(BlockEnd(index, TextBlock(self.texts.pop(index).decode("utf-8", "surrogatepass"))))
+                out.append(BlockEnd(index, TextBlock(self.texts.pop(index))))
             else:
-                out.append(BlockEnd(index, ReasoningBlock(self.texts.pop(index).decode("utf-8", "surrogatepass"))))
+                out.append(BlockEnd(index, ReasoningBlock(self.texts.pop(index))))
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
         out.append(PendingFinish(self.reason))
 
-    def _fail(self, out: list[Any], reason: FinishReason) -> None:
+    def _fail(self, out: list[Signal], reason: FinishReason) -> None:
         self.finished = True
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
         out.append(Finish(reason))
 
-    def on_end(self) -> list[Any]:
-        out: list[Any] = []
+    def on_end(self, out: list[Signal]) -> None:
         self._fail(out, FinishReason.error(Code.STREAM_CLOSED, "SSE payload stream ended without [DONE]"))
-        return out
 
-    def on_failure(self, error: Exception) -> list[Any] | None:
-        out: list[Any] = []
+    def on_failure(self, error: Exception, out: list[Signal]) -> bool:
         if isinstance(error, StreamFailure):
             aborted = error.failure.code == Code.ABORTED
             self._fail(out, FinishReason("aborted" if aborted else "error", error.failure))
         else:
             self._fail(out, FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
-        return out
+        return True
 
 
-def close_on_done() -> Operator:
+def close_on_done() -> Rule:
     """Holds block-ends, usage and the finish until ``Done``; refuses unidentified tool calls."""
     return stage_operator(_CloseOnDone)

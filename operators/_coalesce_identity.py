@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
-from ._signals import FinishSeen, RefusalSeen, ToolFragment, UsageSeen
-from ._stage import BaseStage, Operator, stage_operator
+from ._signals import FinishSeen, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
+from ._stage import BaseStage, Batch, stage_operator
 from ._usage import map_usage
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall
 
@@ -80,7 +80,7 @@ def _content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
-class _CoalesceIdentity(BaseStage):
+class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
     def __init__(self) -> None:
         self.finished = False
         self.next_index = 0
@@ -91,18 +91,17 @@ class _CoalesceIdentity(BaseStage):
         self.last_call: _Call | None = None
         self.reported: set[str] = set()
 
-    def on_batch(self, batch: Any) -> list[Any]:
-        out: list[Any] = []
+    def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
+        item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             if type(item) is WireChunk:
                 self._chunk(item, out)
             else:
                 out.append(item)
-        return out
 
     # -- one wire chunk -------------------------------------------------------------------------------------------
 
-    def _chunk(self, chunk: WireChunk, out: list[Any]) -> None:
+    def _chunk(self, chunk: WireChunk, out: list[Signal]) -> None:
         if chunk.choices:
             for choice in chunk.choices:
                 if choice.index:  # None (a null index) is choice 0
@@ -119,7 +118,7 @@ class _CoalesceIdentity(BaseStage):
         if usage is not None:
             out.append(UsageSeen(map_usage(usage)))
 
-    def _delta(self, delta: WireDelta, out: list[Any]) -> None:
+    def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content
         text = content if type(content) is str else None
         reasoning: str | None = None
@@ -149,7 +148,7 @@ class _CoalesceIdentity(BaseStage):
             for wire in delta.tool_calls:
                 self._tool_call(wire, out)
 
-    def _open(self, block_type: Any, out: list[Any]) -> int:
+    def _open(self, block_type: Any, out: list[Signal]) -> int:
         index = self.next_index
         self.next_index += 1
         out.append(BlockStart(index, block_type))
@@ -157,7 +156,7 @@ class _CoalesceIdentity(BaseStage):
 
     # -- tool calls -----------------------------------------------------------------------------------------------
 
-    def _tool_call(self, wire: WireToolCall, out: list[Any]) -> None:
+    def _tool_call(self, wire: WireToolCall, out: list[Signal]) -> None:
         wire_id = wire.id
         new_id = wire_id if type(wire_id) is str and wire_id else None
         function = wire.function
@@ -183,7 +182,7 @@ class _CoalesceIdentity(BaseStage):
         arguments = function.arguments if function is not None else UNSET
         out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments))
 
-    def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Any]) -> _Call:
+    def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
         if wire_index is not None:
             call = self.by_wire_index.get(wire_index)
             if call is None:
@@ -211,10 +210,10 @@ class _CoalesceIdentity(BaseStage):
         self.last_call = call
         return call
 
-    def _new_call(self, wire_index: int | None, out: list[Any]) -> _Call:
+    def _new_call(self, wire_index: int | None, out: list[Signal]) -> _Call:
         return _Call(self._open("tool-call", out), wire_index)
 
-    def _ignore_identity(self, call: _Call, field: str, value: Any, out: list[Any]) -> None:
+    def _ignore_identity(self, call: _Call, field: str, value: Any, out: list[Signal]) -> None:
         if value is UNSET:
             return
         if value is None or (type(value) is str and not value):
@@ -229,17 +228,17 @@ class _CoalesceIdentity(BaseStage):
         value = call.id if field == "id" else call.name
         return f", keeping {value!r}" if value is not None else ", still unknown"
 
-    def _report_call(self, call: _Call, key: str, out: list[Any], kind: str, detail: str) -> None:
+    def _report_call(self, call: _Call, key: str, out: list[Signal], kind: str, detail: str) -> None:
         if key not in call.reported:
             call.reported.add(key)
             out.append(Anomaly(kind, call.index, detail))
 
-    def _report_once(self, key: str, out: list[Any], kind: str, index: int | None, detail: str) -> None:
+    def _report_once(self, key: str, out: list[Signal], kind: str, index: int | None, detail: str) -> None:
         if key not in self.reported:
             self.reported.add(key)
             out.append(Anomaly(kind, index, detail))
 
 
-def coalesce_identity() -> Operator:
+def coalesce_identity() -> Rule:
     """Wire chunks to block-level events with settled identity (see the module docstring)."""
     return stage_operator(_CoalesceIdentity)

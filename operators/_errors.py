@@ -173,7 +173,7 @@ def _non_empty(value: object) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _clip(message: str, api_key: str | None = None) -> str:
+def _redacted(message: str, api_key: str | None = None) -> str:
     """Redact the key first (so a cut cannot leave a part of it behind), then cut to ``MAX_MESSAGE_CHARS``."""
     if api_key:
         message = message.replace(api_key, _REDACTED)
@@ -249,7 +249,7 @@ def classify_http_error(
     facts = headers if headers is not None else {}
     return Failure(
         code=code,
-        message=_clip(message or f"API error (HTTP {status})", api_key),
+        message=_redacted(message or f"API error (HTTP {status})", api_key),
         status=status,
         retry_after_ms=parse_retry_after(_header(facts, "retry-after")),
         request_id=request_id_from(facts),
@@ -323,4 +323,4 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
     else:
         code = http_status_code(status)
 
-    return Failure(code=code, message=_clip(message or _render(error)), status=status)
+    return Failure(code=code, message=_redacted(message or _render(error)), status=status)

@@ -24,13 +24,12 @@ Marble (one batch per read; ``c`` a WireChunk, ``D`` Done)::
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
 from ._errors import classify_inband_error
-from ._signals import Done, Halt
-from ._stage import BaseStage, Operator, stage_operator
+from ._signals import Done, Halt, Signal
+from ._stage import BaseStage, Batch, Operator, stage_operator
 from ._wire import UNSET, DecodeError, decode_chunk
 
 __all__ = ["parse_sse"]
@@ -43,7 +42,7 @@ def _quote(payload: bytes, limit: int = 120) -> str:
     return payload.decode("utf-8", errors="replace")[:limit]
 
 
-class _ParseSse(BaseStage):
+class _ParseSse(BaseStage[bytes, Signal]):
     __slots__ = ("at_start", "data", "event", "finished", "pending_cr", "rest", "saw_finish")
 
     def __init__(self) -> None:
@@ -57,14 +56,14 @@ class _ParseSse(BaseStage):
 
     # -- framing --------------------------------------------------------------------------------------------------
 
-    def on_batch(self, piece: bytes) -> list[Any]:
+    def on_batch(self, piece: bytes, out: list[Signal]) -> None:
         if not piece:
-            return []
+            return
         buf = self.rest + piece if self.rest else bytes(piece)
         if self.at_start:
             if len(buf) < len(_BOM) and _BOM.startswith(buf):
                 self.rest = buf
-                return []
+                return
             if buf.startswith(_BOM):
                 buf = buf[len(_BOM) :]
             self.at_start = False
@@ -77,7 +76,6 @@ class _ParseSse(BaseStage):
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buf.split(b"\n")
         self.rest = lines.pop()
-        out: list[Any] = []
         data = self.data
         for position, line in enumerate(lines):
             if line[:5] == b"data:":
@@ -103,9 +101,8 @@ class _ParseSse(BaseStage):
                 elif field == b"data":  # a bare "data" line carries an empty value
                     data.append(value)
                 # id:, retry: and unknown fields change nothing a chat completion needs.
-        return out
 
-    def _report_after_done(self, remaining: list[bytes], out: list[Any]) -> None:
+    def _report_after_done(self, remaining: list[bytes], out: list[Signal]) -> None:
         remaining.append(self.rest)
         if any(line[:5] == b"data:" for line in remaining):
             out.insert(
@@ -115,7 +112,7 @@ class _ParseSse(BaseStage):
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
-    def _dispatch(self, payload: bytes, out: list[Any]) -> None:
+    def _dispatch(self, payload: bytes, out: list[Signal]) -> None:
         if self.event == b"error":
             self._halt_on_error_event(payload, out)
             return
@@ -141,7 +138,7 @@ class _ParseSse(BaseStage):
         if not self.saw_finish and chunk.choices:
             self.saw_finish = any(c.finish_reason is not None and not c.index for c in chunk.choices)
 
-    def _halt_on_error_event(self, payload: bytes, out: list[Any]) -> None:
+    def _halt_on_error_event(self, payload: bytes, out: list[Signal]) -> None:
         try:
             body = json.loads(payload)
         except (ValueError, RecursionError):
@@ -152,8 +149,7 @@ class _ParseSse(BaseStage):
 
     # -- the end of the bytes -------------------------------------------------------------------------------------
 
-    def on_end(self) -> list[Any]:
-        out: list[Any] = []
+    def on_end(self, out: list[Signal]) -> None:
         if self.data or self.rest.strip():
             out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; discarded"))
         if self.saw_finish:
@@ -161,10 +157,9 @@ class _ParseSse(BaseStage):
             out.append(Done(synthetic=True))
         else:
             out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
-        return out
 
 
-def parse_sse() -> Operator:
+def parse_sse() -> Operator[bytes, Batch[Signal]]:
     """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``."""
-    return stage_operator(_ParseSse)
+    return stage_operator(_ParseSse, accepts=(bytes, bytearray, memoryview))
 

@@ -36,7 +36,8 @@ from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ._chunks import Finish, Retry
 from ._retry_policy import RetryPolicy
-from ._stage import Operator
+from ._signals import Rule, Signal
+from ._stage import Batch
 
 __all__ = ["retry_when_retryable"]
 
@@ -54,7 +55,7 @@ def retry_when_retryable(
     *,
     scheduler: abc.SchedulerBase | None = None,
     random: Callable[[], float] = _random.random,
-) -> Operator:
+) -> Rule:
     """Re-subscribes the source after a retryable error finish (see the module docstring).
 
     ``scheduler`` defaults to the subscription's scheduler, else an ``AsyncIOScheduler`` on the running event loop,
@@ -62,9 +63,9 @@ def retry_when_retryable(
     """
     resolved = policy if policy is not None else RetryPolicy()
 
-    def operator(source: Observable[Any]) -> Observable[Any]:
+    def operator(source: Observable[Batch[Signal]]) -> Observable[Batch[Signal]]:
         def subscribe(
-            observer: abc.ObserverBase[Any], subscribe_scheduler: abc.SchedulerBase | None = None
+            observer: abc.ObserverBase[Batch[Signal]], subscribe_scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             timer_scheduler = scheduler or subscribe_scheduler or _default_scheduler()
             current = SerialDisposable()
@@ -80,7 +81,7 @@ def retry_when_retryable(
                 generation += 1
                 mine = generation
 
-                def on_next(batch: Any) -> None:
+                def on_next(batch: Batch[Signal]) -> None:
                     if stopped or mine != generation:
                         return
                     for position, item in enumerate(batch):

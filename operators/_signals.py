@@ -14,11 +14,13 @@ Every stage passes on what it does not understand, so a custom operator can be s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
-from ._chunks import Failure, Usage
+from ._chunks import Chunk, Failure, Usage
+from ._stage import Batch, Operator
+from ._wire import WireChunk
 
 __all__ = [
     "Done",
@@ -26,6 +28,8 @@ __all__ = [
     "Halt",
     "PendingFinish",
     "RefusalSeen",
+    "Rule",
+    "Signal",
     "StreamFailure",
     "ToolCallState",
     "ToolFragment",
@@ -112,3 +116,21 @@ class StreamFailure(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(f"{failure.code}: {failure.message}")
         self.failure = failure
+
+
+Signal: TypeAlias = (
+    Chunk
+    | WireChunk
+    | Done
+    | Halt
+    | ToolFragment
+    | ToolCallState
+    | FinishSeen
+    | UsageSeen
+    | RefusalSeen
+    | PendingFinish
+)
+"""Anything that travels between two rule operators: the public chunks and the internal signals above."""
+
+Rule: TypeAlias = Operator[Batch[Signal], Batch[Signal]]
+"""A rule operator (``coalesce_identity`` ... ``retry_when_retryable``, and a custom stage placed among them)."""

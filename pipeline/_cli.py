@@ -34,9 +34,7 @@ from operators import (
     UsageChunk,
 )
 
-from ._assemble import Assembler, AssistantMessage
-from ._examples import example_path
-from ._translate import READ_SIZE, translate
+from .compose import READ_SIZE, Assembler, AssistantMessage, example_path, translate
 
 __all__ = ["Printer", "main"]
 

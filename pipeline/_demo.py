@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from ._translate import collect
+from .compose import collect
 
 __all__ = ["naive_assemble", "run_demo"]
 
@@ -45,7 +45,7 @@ def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
 
 def run_demo(out: TextIO) -> int:
     from ._cli import Printer
-    from ._examples import example_path
+    from .compose import example_path
 
     path = example_path("seed-bug")
     data = path.read_bytes()

@@ -33,22 +33,11 @@ from httpx_sse import aconnect_sse
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from operators import (
-    Chunk,
-    Code,
-    Failure,
-    Finish,
-    FinishReason,
-    RetryPolicy,
-    StreamFailure,
-    classify_http_error,
-    classify_inband_error,
-    retry_when_retryable,
-)
+from operators import Chunk, Code, Failure, Finish, FinishReason, RetryPolicy, retry_when_retryable
 from operators._stage import Operator
+from operators.extend import StreamFailure, classify_http_error, classify_inband_error
 
-from ._assemble import Assembler, AssistantMessage
-from ._translate import apply, protocol_operators, to_chunks
+from .compose import Assembler, AssistantMessage, apply, to_chunks, translate_batches
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "ChatClient", "ClientConfig", "ConfigError", "is_loopback"]
 
@@ -308,7 +297,7 @@ class ChatClient:
         self, body: Mapping[str, Any], *, pace: Callable[[], Awaitable[None]] | None = None
     ) -> Observable[Any]:
         """One attempt per subscription, through the protocol operators (batches)."""
-        return apply(self.response(body, pace=pace), protocol_operators())
+        return translate_batches(self.response(body, pace=pace))
 
     def chunks(
         self,

@@ -33,10 +33,10 @@ import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 
-from ._assemble import Assembler, AssistantMessage
 from ._session import Session
 from ._tools import ToolRegistry, ToolResult
 from ._transport import ChatClient
+from .compose import Assembler, AssistantMessage
 
 __all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
 

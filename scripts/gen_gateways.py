@@ -26,8 +26,9 @@ from typing import Any
 import attrs
 
 import pipeline
-from operators import Anomaly, Done, Finish, Halt, UsageChunk, WireChunk, WireDelta, parse_sse
-from operators._wire import UNSET
+from operators import Anomaly, Finish, UsageChunk, parse_sse
+from operators.extend import Done, Halt
+from operators.wire import UNSET, WireChunk, WireDelta
 
 try:
     from scripts.gen_docs import drift

@@ -13,7 +13,7 @@ from typing import Any
 import reactivex
 
 import pipeline
-from operators import Chunk, Operator
+from operators import Batch, Chunk, Rule
 
 Json = dict[str, Any]
 
@@ -86,11 +86,16 @@ def sse(*payloads: Json | str | bytes, done: bool = True, crlf: bool = False) ->
     return body.encode()
 
 
-def run_operator(operator: Operator, *batches: list[Any]) -> list[Any]:
+def source_of(*batches: Batch[Any]) -> reactivex.Observable[Batch[Any]]:
+    """A cold Observable of these batches, typed as the rule operators take it."""
+    return reactivex.from_iterable(batches)
+
+
+def run_operator(operator: Rule, *batches: Batch[Any]) -> list[Any]:
     """Every item one operator emits for these batches, flattened; the operator must not signal an error."""
-    out: list[list[Any]] = []
+    out: list[Batch[Any]] = []
     errors: list[Exception] = []
-    reactivex.from_iterable(batches).pipe(operator).subscribe(out.append, errors.append)
+    source_of(*batches).pipe(operator).subscribe(out.append, errors.append)
     assert errors == []
     return [item for batch in out for item in batch]
 

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import pipeline
 from operators import (
-    EMPTY_RESPONSE_MESSAGE,
     BlockEnd,
     BlockStart,
     Chunk,
@@ -32,8 +31,8 @@ from operators import (
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
-    map_finish_reason,
 )
+from operators._classify_finish import EMPTY_RESPONSE_MESSAGE, map_finish_reason
 
 Json = dict[str, Any]
 

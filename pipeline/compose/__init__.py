@@ -1,19 +1,10 @@
 """The composition: byte sources, the rule chain, and the facades translate, collect, stream and assemble."""
 
-from .._assemble import Assembler, AssistantMessage, assemble, assemble_async
-from .._examples import example_path
-from .._translate import (
-    READ_SIZE,
-    ByteSource,
-    apply,
-    bytes_source,
-    collect,
-    protocol_operators,
-    stream,
-    to_chunks,
-    translate,
-    translate_batches,
-)
+from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
+from ._examples import example_path
+from ._sources import READ_SIZE, ByteSource, bytes_source
+from ._stream import stream
+from ._translate import apply, collect, protocol_rules, to_chunks, translate, translate_batches
 
 __all__ = [
     "READ_SIZE",
@@ -26,7 +17,7 @@ __all__ = [
     "bytes_source",
     "collect",
     "example_path",
-    "protocol_operators",
+    "protocol_rules",
     "stream",
     "to_chunks",
     "translate",

@@ -3,26 +3,15 @@ tested alone: batches of ToolFragment values (and anything else) in, tool-call d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-import reactivex
-from builders import run_operator
+from builders import run_operator, source_of
 from reactivex.testing.marbles import marbles_testing
 
-from operators import (
-    Anomaly,
-    BlockStart,
-    Done,
-    Failure,
-    FinishSeen,
-    Halt,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallState,
-    ToolFragment,
-    accumulate_arguments,
-)
-from operators._wire import UNSET
+from operators import Anomaly, BlockStart, Failure, TextDelta, ToolCallDelta, accumulate_arguments
+from operators.extend import Batch, Done, FinishSeen, Halt, ToolCallState, ToolFragment
+from operators.wire import UNSET
 
 NULL_REPORT = "arguments null: adds nothing"
 
@@ -42,7 +31,7 @@ def one(*items: Any) -> list[Any]:
     return feed(list(items))
 
 
-def states(items: list[Any]) -> list[ToolCallState]:
+def states(items: Sequence[Any]) -> list[ToolCallState]:
     return [item for item in items if isinstance(item, ToolCallState)]
 
 
@@ -192,9 +181,9 @@ def test_other_items_pass_through_unchanged_and_in_order() -> None:
 
 
 def test_each_subscription_starts_from_fresh_state() -> None:
-    accumulated = reactivex.from_iterable([[frag("{"), frag("}"), Done()]]).pipe(accumulate_arguments())
-    first: list[list[Any]] = []
-    second: list[list[Any]] = []
+    accumulated = source_of([frag("{"), frag("}"), Done()]).pipe(accumulate_arguments())
+    first: list[Batch[Any]] = []
+    second: list[Batch[Any]] = []
 
     accumulated.subscribe(first.append)
     accumulated.subscribe(second.append)

@@ -3,28 +3,28 @@ REFUSAL. The operator is tested alone: batches ending with PendingFinish (or an 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-import reactivex
+from builders import source_of
 from reactivex.testing.marbles import marbles_testing
 
 from operators import (
-    EMPTY_RESPONSE_MESSAGE,
     Anomaly,
     BlockEnd,
     BlockStart,
     Code,
     Finish,
     FinishReason,
-    PendingFinish,
-    RefusalSeen,
     TextBlock,
     TextDelta,
     Usage,
     UsageChunk,
     classify_finish,
 )
+from operators._classify_finish import EMPTY_RESPONSE_MESSAGE
+from operators.extend import Batch, PendingFinish, RefusalSeen
 
 TEXT_BLOCK = [BlockStart(0, "text"), TextDelta(0, "Hi"), BlockEnd(0, TextBlock("Hi"))]
 USAGE = UsageChunk(Usage(5, 2, 7))
@@ -32,9 +32,9 @@ USAGE = UsageChunk(Usage(5, 2, 7))
 
 def feed(*batches: list[Any]) -> list[Any]:
     """Every item ``classify_finish`` emits for these batches, flattened."""
-    out: list[list[Any]] = []
+    out: list[Batch[Any]] = []
     errors: list[Exception] = []
-    reactivex.from_iterable(batches).pipe(classify_finish()).subscribe(out.append, errors.append)
+    source_of(*batches).pipe(classify_finish()).subscribe(out.append, errors.append)
     assert errors == []
     return [item for batch in out for item in batch]
 
@@ -43,7 +43,7 @@ def one(*items: Any) -> list[Any]:
     return feed(list(items))
 
 
-def finish_of(items: list[Any]) -> FinishReason:
+def finish_of(items: Sequence[Any]) -> FinishReason:
     last = items[-1]
     assert isinstance(last, Finish), f"expected a finish last, got {items!r}"
     return last.reason
@@ -177,11 +177,11 @@ def test_other_items_pass_through_unchanged_and_in_order() -> None:
 
 def test_each_subscription_starts_from_fresh_state() -> None:
     operator = classify_finish()
-    opened: list[list[Any]] = []
-    empty: list[list[Any]] = []
+    opened: list[Batch[Any]] = []
+    empty: list[Batch[Any]] = []
 
-    reactivex.from_iterable([[BlockStart(0, "text"), PendingFinish("stop")]]).pipe(operator).subscribe(opened.append)
-    reactivex.from_iterable([[PendingFinish("stop")]]).pipe(operator).subscribe(empty.append)
+    source_of([BlockStart(0, "text"), PendingFinish("stop")]).pipe(operator).subscribe(opened.append)
+    source_of([PendingFinish("stop")]).pipe(operator).subscribe(empty.append)
 
     assert finish_of(opened[0]) == FinishReason("stop")
     assert finish_of(empty[0]) == error(Code.EMPTY_RESPONSE, EMPTY_RESPONSE_MESSAGE)

@@ -3,10 +3,12 @@ batches of block events and signals in, the held block-ends, usage and finish ou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 import reactivex
+from builders import source_of
 from reactivex.subject import Subject
 from reactivex.testing.marbles import marbles_testing
 
@@ -15,25 +17,20 @@ from operators import (
     BlockEnd,
     BlockStart,
     Code,
-    Done,
     Failure,
     Finish,
     FinishReason,
-    FinishSeen,
-    Halt,
-    PendingFinish,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
     TextDelta,
     ToolCallBlock,
     ToolCallDelta,
-    ToolCallState,
     Usage,
     UsageChunk,
-    UsageSeen,
     close_on_done,
 )
+from operators.extend import Batch, Done, FinishSeen, Halt, PendingFinish, ToolCallState, UsageSeen
 
 REFUSED = "refused rather than assembled without its identity"
 U1 = Usage(10, 1, 11)
@@ -53,7 +50,7 @@ class Run:
     """What the operator emitted, and how it ended."""
 
     def __init__(self) -> None:
-        self.batches: list[list[Any]] = []
+        self.batches: list[Batch[Any]] = []
         self.completed = False
         self.errors: list[Exception] = []
 
@@ -72,7 +69,7 @@ def run_of(source: reactivex.Observable[Any]) -> Run:
 
 
 def feed(*batches: list[Any]) -> Run:
-    return run_of(reactivex.from_iterable(batches))
+    return run_of(source_of(*batches))
 
 
 def one(*items: Any) -> list[Any]:
@@ -81,7 +78,7 @@ def one(*items: Any) -> list[Any]:
     return run.items
 
 
-def ends(items: list[Any]) -> list[BlockEnd]:
+def ends(items: Sequence[Any]) -> list[BlockEnd]:
     return [item for item in items if isinstance(item, BlockEnd)]
 
 
@@ -267,7 +264,7 @@ def test_a_halt_without_usage_gives_only_the_error_finish() -> None:
 
 def test_an_upstream_error_gives_usage_then_an_unknown_finish_and_completes() -> None:
     source = reactivex.concat(
-        reactivex.from_iterable([[BlockStart(0, "text"), TextDelta(0, "Hi"), UsageSeen(U1)]]),
+        source_of([BlockStart(0, "text"), TextDelta(0, "Hi"), UsageSeen(U1)]),
         reactivex.throw(ValueError("decoder exploded")),
     )
 
@@ -322,11 +319,11 @@ def test_other_items_pass_through_unchanged() -> None:
 
 
 def test_each_subscription_starts_from_fresh_state() -> None:
-    closed = reactivex.from_iterable([[BlockStart(0, "text"), TextDelta(0, "x"), UsageSeen(U1), Done()]]).pipe(
+    closed = source_of([BlockStart(0, "text"), TextDelta(0, "x"), UsageSeen(U1), Done()]).pipe(
         close_on_done()
     )
-    first: list[list[Any]] = []
-    second: list[list[Any]] = []
+    first: list[Batch[Any]] = []
+    second: list[Batch[Any]] = []
 
     closed.subscribe(first.append)
     closed.subscribe(second.append)

@@ -4,32 +4,17 @@ batches of WireChunk values (decoded from JSON with ``decode_chunk``) in, block-
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-import reactivex
-from builders import run_operator
+from builders import run_operator, source_of
 from reactivex.testing.marbles import marbles_testing
 
-from operators import (
-    Anomaly,
-    BlockStart,
-    Done,
-    Failure,
-    FinishSeen,
-    Halt,
-    ReasoningDelta,
-    RefusalSeen,
-    TextDelta,
-    ToolFragment,
-    Usage,
-    UsageSeen,
-    WireChunk,
-    coalesce_identity,
-    decode_chunk,
-    map_usage,
-)
-from operators._wire import UNSET
+from operators import Anomaly, BlockStart, Failure, ReasoningDelta, TextDelta, Usage, coalesce_identity
+from operators._usage import map_usage
+from operators.extend import Batch, Done, FinishSeen, Halt, RefusalSeen, ToolFragment, UsageSeen
+from operators.wire import UNSET, WireChunk, decode_chunk
 
 Json = dict[str, Any]
 
@@ -79,7 +64,7 @@ def one(*items: Any) -> list[Any]:
     return feed(list(items))
 
 
-def starts(items: list[Any]) -> list[tuple[int, str]]:
+def starts(items: Sequence[Any]) -> list[tuple[int, str]]:
     return [(item.index, item.block_type) for item in items if isinstance(item, BlockStart)]
 
 
@@ -137,9 +122,9 @@ def test_within_one_delta_reasoning_comes_before_text_before_tool_calls() -> Non
 
 
 def test_the_batches_follow_the_input_batches() -> None:
-    out: list[list[Any]] = []
+    out: list[Batch[Any]] = []
     batches = [[chunk(content="a")], [chunk(content="b"), chunk(content="c")]]
-    reactivex.from_iterable(batches).pipe(coalesce_identity()).subscribe(out.append)
+    source_of(*batches).pipe(coalesce_identity()).subscribe(out.append)
 
     assert out == [[BlockStart(0, "text"), TextDelta(0, "a")], [TextDelta(0, "b"), TextDelta(0, "c")]]
 
@@ -521,10 +506,10 @@ def test_items_that_are_not_wire_chunks_pass_through_unchanged() -> None:
 
 
 def test_each_subscription_starts_from_fresh_state() -> None:
-    source = reactivex.from_iterable([[calls(call(0, id="a", name="Glob")), chunk(content="x")]])
+    source = source_of([calls(call(0, id="a", name="Glob")), chunk(content="x")])
     coalesced = source.pipe(coalesce_identity())
-    first: list[list[Any]] = []
-    second: list[list[Any]] = []
+    first: list[Batch[Any]] = []
+    second: list[Batch[Any]] = []
 
     coalesced.subscribe(first.append)
     coalesced.subscribe(second.append)

@@ -17,7 +17,9 @@ from reactivex.subject import Subject
 from reactivex.testing.marbles import marbles_testing
 
 import pipeline
-from operators import Anomaly, Code, Done, Failure, Halt, WireChunk, decode_chunk, parse_sse
+from operators import Anomaly, Code, Failure, parse_sse
+from operators.extend import Batch, Done, Halt
+from operators.wire import WireChunk, decode_chunk
 
 Json = dict[str, Any]
 
@@ -55,7 +57,7 @@ def wire(value: Json | list[Any]) -> WireChunk:
 class Run:
     """What the operator emitted: the batches, and how it ended."""
 
-    batches: list[list[Any]] = attrs.Factory(list)
+    batches: list[Batch[Any]] = attrs.Factory(list)
     completed: bool = False
     error: Exception | None = None
 
@@ -63,7 +65,7 @@ class Run:
     def items(self) -> list[Any]:
         return [item for batch in self.batches for item in batch]
 
-    def on_next(self, batch: list[Any]) -> None:
+    def on_next(self, batch: Batch[Any]) -> None:
         self.batches.append(batch)
 
     def on_error(self, error: Exception) -> None:

@@ -17,7 +17,9 @@ import msgspec
 import pytest
 
 import pipeline
-from operators import WireUsage, map_finish_reason, map_usage
+from operators._classify_finish import map_finish_reason
+from operators._usage import map_usage
+from operators.wire import WireUsage
 
 FIXTURES = Path(os.environ.get("LLM_STREAM_FIXTURES", Path(__file__).resolve().parents[3] / "shared/fixtures/sse/real"))
 STREAMS = sorted(FIXTURES.glob("*.sse"))

@@ -20,7 +20,10 @@ import pytest
 from builders import F, Json, delta, finish, of_type, run, sse, tool, tools, usage
 
 import pipeline
-from operators import EMPTY_RESPONSE_MESSAGE, FinishReason, WireUsage, map_finish_reason, map_usage
+from operators import FinishReason
+from operators._classify_finish import EMPTY_RESPONSE_MESSAGE, map_finish_reason
+from operators._usage import map_usage
+from operators.wire import WireUsage
 
 MAX_SAFE_INTEGER = 2**53 - 1
 

@@ -15,4 +15,4 @@ def example_path(name: str = "seed-bug") -> Path:
     ``null`` and in full (the bug this library exists for)."""
     if name not in EXAMPLES:
         raise ValueError(f"unknown example {name!r}; known: {', '.join(EXAMPLES)}")
-    return Path(str(resources.files("pipeline").joinpath("examples", f"{name}.sse")))
+    return Path(str(resources.files("pipeline.compose").joinpath("examples", f"{name}.sse")))

@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from operators import Code
-from operators._chunks import (
+from operators import (
     BlockEnd,
     BlockStart,
     Chunk,
+    Code,
     Finish,
     FinishReason,
     ReasoningDelta,
@@ -28,6 +28,7 @@ from operators._chunks import (
     Usage,
     UsageChunk,
 )
+from operators.extend import BlockTexts
 
 __all__ = ["Assembler", "AssistantMessage", "assemble", "assemble_async"]
 
@@ -71,7 +72,7 @@ class Assembler:
 
     def __init__(self) -> None:
         self._kinds: dict[int, str] = {}
-        self._texts: dict[int, bytearray] = {}  # UTF-8 per block: memory stays flat on long responses
+        self._texts = BlockTexts()
         self._calls: dict[int, ToolCallBlock] = {}
         self._usage: Usage | None = None
         self._usage_total: Usage | None = None
@@ -80,10 +81,10 @@ class Assembler:
 
     def feed(self, chunk: Chunk) -> None:
         if isinstance(chunk, TextDelta | ReasoningDelta):
-            self._texts[chunk.index] += chunk.text.encode("utf-8", "surrogatepass")
+            self._texts.add(chunk.index, chunk.text)
         elif isinstance(chunk, BlockStart):
             self._kinds[chunk.index] = chunk.block_type
-            self._texts[chunk.index] = bytearray()
+            self._texts.open(chunk.index)
         elif isinstance(chunk, BlockEnd):
             if isinstance(chunk.block, ToolCallBlock):
                 self._calls[chunk.index] = chunk.block
@@ -106,13 +107,12 @@ class Assembler:
         return len(self._kinds)
 
     def _joined(self, block_type: str) -> str:
-        parts = (self._texts[i] for i, kind in self._kinds.items() if kind == block_type)
-        return "".join(part.decode("utf-8", "surrogatepass") for part in parts)
+        return "".join(self._texts.text(i) for i, kind in self._kinds.items() if kind == block_type)
 
     def result(self) -> AssistantMessage:
         finish = self._finish
         if finish is None:
-            finish = FinishReason.error("STREAM_CLOSED", "the chunks ended without a finish")
+            finish = FinishReason.error(Code.STREAM_CLOSED, "the chunks ended without a finish")
         return AssistantMessage(
             text=self._joined("text"),
             reasoning=self._joined("reasoning"),

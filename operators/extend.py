@@ -1,0 +1,63 @@
+"""The kit for extending the rule chain itself, and for writing a byte source.
+
+Most extensions belong *after* the rules, on the public chunk stream: ``pipeline.translate(src)`` is an
+``Observable[Chunk]``, one chunk per ``on_next``, and any ordinary reactivex operator composes there
+(``ops.filter``, ``ops.map``, ``ops.take_while``, ``rx.defer`` for state). Reach for this module only to place an
+operator *among* the rules, where the Observable carries ``Batch[Signal]`` (decision 0008):
+
+- ``map_items`` / ``filter_items`` lift an item function to a batch operator;
+- ``Stage`` / ``BaseStage`` / ``stage_operator`` build a stateful rule (fresh state per subscription, exceptions
+  contained, the items appended before a failure still emitted);
+- the signals (``Done``, ``Halt``, ``ToolFragment``, ...) are what travels between the rules besides the chunks
+  (``Signal`` is their union; ``Rule`` the type of a rule operator). Pass on what you do not understand.
+
+A byte source (a custom transport) raises ``StreamFailure(failure)`` through ``on_error`` to end the response with a
+classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``request_id_from`` classify an HTTP error.
+"""
+
+from ._block_texts import BlockTexts
+from ._chunks import CHUNK_TYPES
+from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
+from ._items import filter_items, map_items
+from ._signals import (
+    Done,
+    FinishSeen,
+    Halt,
+    PendingFinish,
+    RefusalSeen,
+    Rule,
+    Signal,
+    StreamFailure,
+    ToolCallState,
+    ToolFragment,
+    UsageSeen,
+)
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage
+
+__all__ = [
+    "CHUNK_TYPES",
+    "BaseStage",
+    "Batch",
+    "BlockTexts",
+    "Done",
+    "FinishSeen",
+    "Halt",
+    "Operator",
+    "PendingFinish",
+    "RefusalSeen",
+    "Rule",
+    "Signal",
+    "Stage",
+    "StreamFailure",
+    "ToolCallState",
+    "ToolFragment",
+    "UsageSeen",
+    "classify_http_error",
+    "classify_inband_error",
+    "filter_items",
+    "map_items",
+    "parse_retry_after",
+    "request_id_from",
+    "stage_operator",
+    "subscribing_stage",
+]

@@ -1,0 +1,130 @@
+"""The composition: the rule chain over a byte source, and the synchronous facades ``translate`` and ``collect``.
+
+``translate(source)`` returns an ``Observable[Chunk]``: one public chunk per ``on_next``, the place where ordinary
+reactivex operators compose (``ops.filter``, ``ops.map``, ``ops.take_while``, ``rx.defer`` for state). For bytes, a
+path or a plain iterable, subscribing runs synchronously to completion on the caller's thread (no scheduler thread is
+involved), so ``translate(data).subscribe(on_next=out.append)`` has every chunk in ``out`` when it returns, even when
+called from inside another reactivex callback.
+
+``rules=`` means one thing everywhere (here, in ``stream`` and in ``ChatClient``): the rule chain applied after
+``parse_sse``, replacing ``protocol_rules()``. Build it from ``protocol_rules()`` to insert a custom operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from reactivex import Observable, abc
+
+from operators import (
+    Anomaly,
+    Batch,
+    Chunk,
+    Code,
+    Finish,
+    FinishReason,
+    Rule,
+    Signal,
+    accumulate_arguments,
+    classify_finish,
+    close_on_done,
+    coalesce_identity,
+    parse_sse,
+)
+from operators.extend import CHUNK_TYPES, Operator
+
+from ._sources import ByteSource, bytes_source
+
+__all__ = ["apply", "collect", "protocol_rules", "to_chunks", "translate", "translate_batches"]
+
+
+def protocol_rules() -> list[Rule]:
+    """The rules after ``parse_sse``, in order, fresh: ``coalesce_identity -> accumulate_arguments -> close_on_done ->
+    classify_finish``. Insert a custom operator anywhere; each passes on what it does not understand."""
+    return [coalesce_identity(), accumulate_arguments(), close_on_done(), classify_finish()]
+
+
+def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
+    """The last stage: batches to single public chunks (anomalies only when asked for), guaranteeing exactly one
+    finish, last. An error that reached this point becomes an ``UNKNOWN`` error finish."""
+    keep = CHUNK_TYPES if anomalies else tuple(t for t in CHUNK_TYPES if t is not Anomaly)
+
+    def operator(source: Observable[Batch[Signal]]) -> Observable[Chunk]:
+        def subscribe(
+            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            finished = False
+
+            def on_next(batch: Batch[Signal]) -> None:
+                nonlocal finished
+                item: Any
+                for item in batch:
+                    if finished:
+                        return
+                    if type(item) in keep:
+                        observer.on_next(item)
+                        if type(item) is Finish:
+                            finished = True
+                            observer.on_completed()
+
+            def end(reason: FinishReason) -> None:
+                nonlocal finished
+                if finished:
+                    return
+                finished = True
+                observer.on_next(Finish(reason))
+                observer.on_completed()
+
+            def on_error(error: Exception) -> None:
+                end(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
+
+            def on_completed() -> None:
+                end(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish"))
+
+            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return operator
+
+
+def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Observable[Batch[Signal]]:
+    """``observable.pipe(*rules)`` for a chain of any length."""
+    for rule in rules:
+        observable = rule(observable)
+    return observable
+
+
+def _parsed(source: ByteSource | Observable[bytes]) -> Observable[Batch[Signal]]:
+    observable = source if isinstance(source, Observable) else bytes_source(source)
+    return parse_sse()(observable)
+
+
+def translate_batches(
+    source: ByteSource | Observable[bytes], *, rules: Iterable[Rule] | None = None
+) -> Observable[Batch[Signal]]:
+    """``parse_sse`` and the rules over a byte source, as batches (to compose further rules after them)."""
+    return apply(_parsed(source), protocol_rules() if rules is None else rules)
+
+
+def translate(
+    source: ByteSource | Observable[bytes],
+    *,
+    anomalies: bool = False,
+    rules: Iterable[Rule] | None = None,
+) -> Observable[Chunk]:
+    """Bytes (or a path, an iterable of bytes, an Observable of bytes) to an ``Observable[Chunk]``."""
+    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules))
+
+
+def collect(
+    source: ByteSource | Observable[bytes],
+    *,
+    anomalies: bool = False,
+    rules: Iterable[Rule] | None = None,
+) -> list[Chunk]:
+    """Every chunk of a synchronous source, as a list."""
+    out: list[Chunk] = []
+    translate(source, anomalies=anomalies, rules=rules).subscribe(on_next=out.append)
+    return out
