@@ -35,8 +35,8 @@ from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 
 from ._session import Session
 from ._tools import ToolRegistry, ToolResult
-from ._transport import ChatClient
 from .compose import Assembler, AssistantMessage
+from .transport import ChatClient
 
 __all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
 
