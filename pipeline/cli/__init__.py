@@ -1,5 +1,6 @@
-"""The ``llm-stream`` command line."""
+"""The ``llm-stream`` command line (``main``), its commands and the terminal renderer."""
 
-from .._cli import main
+from ._demo import naive_assemble
+from ._main import main
 
-__all__ = ["main"]
+__all__ = ["main", "naive_assemble"]

@@ -17,8 +17,8 @@ import pytest
 import pipeline
 from operators import Code
 from pipeline import example_path
-from pipeline._cli import main
-from pipeline._emulator import Emulator
+from pipeline.cli import main
+from pipeline.emulator import Emulator
 
 SEED_BUG = example_path("seed-bug")
 ENV_VARS = (
@@ -185,7 +185,7 @@ def test_an_empty_file_ends_in_an_error_finish_and_exits_0(capsys: pytest.Captur
 
 def test_replay_in_a_real_subprocess() -> None:
     script = Path(sys.executable).parent / "llm-stream"
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "pipeline._cli"]
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "pipeline.cli"]
     env = {**os.environ, "NO_COLOR": "1"}
     done = subprocess.run(
         [*command, "replay", "--example", "seed-bug"],
@@ -193,7 +193,7 @@ def test_replay_in_a_real_subprocess() -> None:
         text=True,
         timeout=20,
         env=env,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
         check=False,
     )
 

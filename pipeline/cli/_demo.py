@@ -2,17 +2,28 @@
 
 Part 1 replays the bundled seed-bug stream (continuation deltas repeating a tool call's id and name as ``""`` and
 ``null``, and one repeating them in full) through two naive assemblers and through this pipeline, side by side.
-Part 2, when the emulator is installed, runs live requests through the whole client over loopback HTTP.
+Part 2, when the emulator extra is installed, runs live requests through the whole client over loopback HTTP
+(``_demo_live``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from typing import Any, TextIO
 
-from .compose import collect
+from pipeline.compose import collect, example_path
 
-__all__ = ["naive_assemble", "run_demo"]
+from ._errors import EXIT_OK
+from ._render import Printer
+
+__all__ = ["add_parser", "naive_assemble", "run_demo"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("demo", help="the main job: show the pipeline handling a misbehaving gateway")
+    p.set_defaults(run=_run)
 
 
 def _payloads(data: bytes) -> list[dict[str, Any]]:
@@ -25,7 +36,7 @@ def _payloads(data: bytes) -> list[dict[str, Any]]:
 
 def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
     """What peers do: ``concatenate`` every string field (openai-python, LangChain) or let the ``last`` defined value
-    win (the anchor's variant A). Either way a gateway's quirks end up in the tool call."""
+    win. Either way a gateway's quirks end up in the tool call (docs/decisions/0002-coalesce-identity.md)."""
     calls: dict[int, dict[str, str]] = {}
     for payload in _payloads(data):
         for choice in payload.get("choices") or []:
@@ -44,12 +55,8 @@ def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
 
 
 def run_demo(out: TextIO) -> int:
-    from ._cli import Printer
-    from .compose import example_path
-
-    path = example_path("seed-bug")
-    data = path.read_bytes()
-    out.write("== 1. A gateway stream with the seed's bug (pipeline/examples/seed-bug.sse)\n")
+    data = example_path("seed-bug").read_bytes()
+    out.write("== 1. A gateway stream with the seed's bug (pipeline/compose/examples/seed-bug.sse)\n")
     out.write("   continuation deltas repeat a tool call's id and name as \"\", as null, and in full.\n\n")
     for strategy, who in (("concatenate", "openai-python / LangChain style"), ("last", "last-defined-wins")):
         out.write(f"   naive assembler, {strategy} ({who}):\n")
@@ -61,7 +68,11 @@ def run_demo(out: TextIO) -> int:
         printer.chunk(chunk)
     printer.summary()
     try:
-        from ._demo_live import run_live_demo
+        from ._demo_live import run_live_demo  # needs the emulator extra (starlette, uvicorn)
     except ImportError:
-        return 0
+        return EXIT_OK
     return run_live_demo(out)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_demo(sys.stdout)

@@ -1,4 +1,7 @@
-"""Part 2 of ``llm-stream demo``: live requests through the whole client, against the emulator on loopback."""
+"""Part 2 of ``llm-stream demo``: live requests through the whole client, against the emulator on loopback.
+
+Imported only when the demo runs; importing it raises ``ImportError`` without the emulator extra.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,11 @@ import time
 from typing import TextIO
 
 from operators import RetryPolicy
+from pipeline.emulator import Emulator
+from pipeline.transport import ChatClient
 
-from ._emulator import Emulator
-from ._transport import ChatClient
+from ._errors import EXIT_OK
+from ._render import Printer
 
 __all__ = ["DEMO_REQUESTS", "run_live_demo"]
 
@@ -33,8 +38,6 @@ DEMO_REQUESTS: tuple[tuple[str, str, dict[str, str]], ...] = (
 
 
 async def _run(out: TextIO) -> None:
-    from ._cli import Printer
-
     policy = RetryPolicy.normal(initial_delay_ms=200, max_delay_ms=2_000)
     with Emulator() as emulator:
         out.write(f"\n== 2. Live requests to the gateway emulator at {emulator.base_url}\n")
@@ -51,4 +54,4 @@ async def _run(out: TextIO) -> None:
 
 def run_live_demo(out: TextIO) -> int:
     asyncio.run(_run(out))
-    return 0
+    return EXIT_OK

@@ -1,0 +1,5 @@
+"""``python -m pipeline.cli``: the same as ``llm-stream``."""
+
+from ._main import main
+
+raise SystemExit(main())

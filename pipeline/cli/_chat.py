@@ -1,0 +1,126 @@
+"""``llm-stream chat "prompt" [...]``: stream from a live endpoint; with ``--session`` or a tools module, the tool loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from operators import RetryPolicy, RetryPolicyError
+from pipeline.agent import ToolRegistry, run_turn
+from pipeline.session import Session, SessionError
+from pipeline.transport import ChatClient, ConfigError
+
+from ._errors import EXIT_OK, CliError
+from ._render import Printer, add_output_flags, output_mode
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("chat", help="stream a chat completion from a live endpoint through the pipeline")
+    p.add_argument("prompt", help="the user message")
+    p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: LLM_STREAM_BASE_URL, else DeepSeek)")
+    p.add_argument(
+        "--tools",
+        metavar="FILE.json|MODULE",
+        help="a JSON list of tool schemas to offer, or a Python module (or .py file) whose tools are run",
+    )
+    p.add_argument("--session", metavar="FILE", help="continue (or start) a session log; runs the tool loop")
+    p.add_argument("--max-steps", type=int, default=8, help="tool-calling steps per turn (default 8)")
+    p.add_argument("--max-retries", type=int, default=2, help="retries after a retryable failure (default 2)")
+    p.add_argument("--idle-timeout", type=float, default=None, help="seconds without data before TIMEOUT (300)")
+    add_output_flags(p)
+    p.set_defaults(run=_run)
+
+
+def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, ToolRegistry | None]:
+    """``--tools``: a JSON file of tool schemas (offered only), or a Python module whose tools run."""
+    if not spec:
+        return None, None
+    if spec.endswith(".json"):
+        try:
+            loaded = json.loads(Path(spec).read_text())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"cannot read tools from {spec}: {exc}") from exc
+        if not isinstance(loaded, list):
+            raise CliError(f"{spec} must hold a JSON list of tool schemas")
+        return loaded, None
+    try:
+        registry = ToolRegistry.from_module(spec)
+    except (ValueError, ImportError, OSError) as exc:
+        raise CliError(f"cannot load tools from {spec}: {exc}") from exc
+    return None, registry
+
+
+def _run(args: argparse.Namespace) -> int:
+    schemas, registry = _load_tools(args.tools)
+    try:
+        client = ChatClient(
+            args.base_url,
+            model=args.model,
+            retry_policy=RetryPolicy.normal(max_retries=args.max_retries),
+            idle_timeout=args.idle_timeout,
+        )
+    except RetryPolicyError as exc:
+        raise CliError(f"--max-retries: {exc}") from exc
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    mode = output_mode(args)
+
+    async def run_once() -> None:
+        printer = Printer(sys.stdout, mode=mode)
+        async with client:
+            messages = [{"role": "user", "content": args.prompt}]
+            async for chunk in client.stream(messages, tools=schemas, anomalies=args.anomalies or mode == "text"):
+                printer.chunk(chunk)
+        printer.summary()
+
+    if args.session is None and registry is None:
+        asyncio.run(run_once())
+        return EXIT_OK
+    return asyncio.run(_chat_turn(args, client, registry, mode))
+
+
+async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: ToolRegistry | None, mode: str) -> int:
+    if registry is None:
+        registry = ToolRegistry()
+    path = Path(args.session) if args.session else None
+    try:
+        session = Session.open(path) if path is not None else _memory_session()
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    printer = Printer(sys.stdout, mode=mode)
+    try:
+        async with client:
+            async for event in run_turn(client, session, registry, args.prompt, max_steps=args.max_steps):
+                if event.kind == "chunk" or event.kind == "retry":
+                    printer.chunk(event.data)
+                elif mode == "text" and event.kind == "step-start":
+                    sys.stdout.write(f"-- step {event.step}\n")
+                elif mode == "text" and event.kind == "tool-result":
+                    call, result = event.data
+                    flag = " (error)" if result.is_error else ""
+                    sys.stdout.write(f"    tool result  {call.name} {call.id}{flag}: {result.text[:200]}\n")
+                elif mode == "text" and event.kind == "turn-end":
+                    sys.stdout.write(f"-- turn {event.turn} ended: {event.data['kind']}\n")
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        session.close()
+    if mode == "assembled":
+        printer.summary()
+    elif mode == "text" and path is not None:
+        sys.stdout.write(f"session: {path} ({len(session.events)} events)\n")
+    return EXIT_OK
+
+
+def _memory_session() -> Session:
+    """A session in a fresh temporary directory, without fsync: the tool loop needs a log even when none is kept."""
+    return Session.open(Path(tempfile.mkdtemp(prefix="llm-stream-")) / "session.jsonl", fsync=False)

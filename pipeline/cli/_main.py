@@ -1,0 +1,56 @@
+"""``llm-stream``: the command line.
+
+    llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
+    llm-stream demo                                                   the README's main job
+    llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
+    llm-stream chat "prompt" [...]                                    stream from a live endpoint
+    llm-stream session check|repair FILE                              inspect or recover a session log
+
+Exit status: 0 on success (a stream that ends in an error finish is a result, not a CLI error), 2 for bad usage or an
+unreadable file, 1 for other failures (``_errors``).
+
+A new command is a module here with ``add_parser(commands)`` (its arguments, and ``set_defaults(run=...)`` with a
+function from the parsed arguments to an exit status), and one line in ``build_parser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import _chat, _demo, _emulate, _replay, _session_cmds
+from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llm-stream",
+        description="Turn streamed LLM chat completions (SSE) into a clean, validated chunk protocol.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    _replay.add_parser(commands)
+    _demo.add_parser(commands)
+    _emulate.add_parser(commands)
+    _chat.add_parser(commands)
+    _session_cmds.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs one command; returns its exit status (argparse exits with 2 itself on bad usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except CliError as exc:
+        print(f"llm-stream: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    return code

@@ -1,0 +1,64 @@
+"""``llm-stream replay FILE.sse [--json | --assembled] [--anomalies]``: a recorded stream through the pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from pipeline.compose import READ_SIZE, AssistantMessage, example_path, translate
+
+from ._errors import EXIT_OK, CliError
+from ._render import Printer, add_output_flags, output_mode
+
+__all__ = ["add_parser", "replay"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser("replay", help="replay a recorded SSE stream through the pipeline")
+    p.add_argument("file", nargs="?", help="an .sse file, or - for standard input")
+    p.add_argument("--example", choices=["seed-bug"], help="replay a bundled example instead of a file")
+    add_output_flags(p)
+    p.set_defaults(run=_run)
+
+
+def replay(source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool, out: TextIO) -> AssistantMessage:
+    """Prints every chunk of ``source`` (and the summary) in ``mode``; returns the assembled message."""
+    printer = Printer(out, mode=mode)
+    translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
+    printer.summary()
+    return printer.message()
+
+
+def _stdin_pieces() -> Iterator[bytes]:
+    stream = sys.stdin.buffer
+    while piece := stream.read1(READ_SIZE) if hasattr(stream, "read1") else stream.read(READ_SIZE):
+        yield piece
+
+
+def _open_source(name: str) -> Iterable[bytes] | Path:
+    if name == "-":
+        return _stdin_pieces()
+    path = Path(name)
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise CliError(f"cannot read {name}: {reason}") from exc
+    return path
+
+
+def _run(args: argparse.Namespace) -> int:
+    source: Iterable[bytes] | Path
+    if args.example:
+        source = example_path(args.example)
+    elif args.file is None:
+        raise CliError("replay needs a FILE (or - for standard input, or --example seed-bug)")
+    else:
+        source = _open_source(args.file)
+    mode = output_mode(args)
+    replay(source, mode=mode, anomalies=args.anomalies or mode == "text", out=sys.stdout)
+    return EXIT_OK
