@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._chunks import Chunk, Failure, Usage
+from ._exceptions import LlmStreamError
 from ._stage import Batch, Operator
 from ._wire import WireChunk
 
@@ -106,8 +107,9 @@ class PendingFinish:
     wire_reason: str | None
 
 
-class StreamFailure(Exception):
-    """Raised through ``on_error`` by a source (the HTTP transport) that knows why the response failed.
+class StreamFailure(LlmStreamError):
+    """A signal, not a public exception: sent through ``on_error`` by a source (the HTTP transport) that knows why
+    the response failed; it never reaches the caller.
 
     ``close_on_done`` turns it into an error finish carrying ``failure`` (an aborted finish for ``ABORTED``), after
     the pending usage; any other exception becomes ``UNKNOWN``.

@@ -9,7 +9,7 @@
     message = pipeline.assemble(chunks)
 """
 
-from operators import RetryPolicy
+from operators import LlmStreamError, RetryPolicy
 
 from .agent import Tool, ToolRegistry, ToolResult, TurnEvent, run_turn, run_turn_to_end
 from .compose import (
@@ -59,6 +59,7 @@ __all__ = [
     "ConfigError",
     "Emulator",
     "EmulatorConfig",
+    "LlmStreamError",
     "RepairReport",
     "RetryPolicy",
     "Session",
