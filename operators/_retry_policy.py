@@ -1,11 +1,11 @@
 """The retry policy: which failures are retried, how often, and how long to wait before each retry.
 
-Two modes (dsh-behaviour.md §5.2):
+The rules are those of docs/decisions/0006-retry-when-retryable.md. Two modes:
 
     normal   retries a failure whose code is in ``retryable_codes``, at most ``max_retries`` times
     always   retries every failure code, without limit (only ``ABORTED`` is never retried)
 
-The delay before retry ``n`` (1-based, §5.3 steps 9-10):
+The delay before retry ``n`` (1-based):
 
     provider Retry-After, finite and > 0 ──┬── <= max_delay_ms ──────► used verbatim, no jitter
                                            └── >  max_delay_ms ──┬─ normal: None (give up, pass it on)
@@ -19,26 +19,37 @@ The delay before retry ``n`` (1-based, §5.3 steps 9-10):
     retry:       1      2      3      4   ...
     delay ms:  500   1000   2000   4000   ...  10000  10000      (defaults, jitter 0)
 
-A policy is a frozen value: every rule of §5.2 is an attrs validator, so a ``RetryPolicy`` that exists is
-valid. ``from_config`` reads the user's mapping (snake_case keys, or the anchor's camelCase spellings) and
-names a bad key the way the caller spelled it. ``key`` is the policy key of §5.5: retry counts restart when
-it changes.
+A policy is a frozen value: every rule of its settings is an attrs validator, so a ``RetryPolicy`` that exists is
+valid. ``from_config`` reads the user's mapping (snake_case keys, or the camelCase spellings; ``_retry_config``) and
+names a bad key the way the caller spelled it. ``key`` identifies the policy (``_retry_key``): retry counts kept per
+key restart when it changes.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from decimal import Decimal
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 
 from ._chunks import Failure
 from ._codes import DEFAULT_RETRYABLE_CODES, Code
-from ._exceptions import LlmStreamError
-from ._numbers import MAX_SAFE_INTEGER, is_json_number
+from ._numbers import is_json_number
+from ._retry_config import (
+    MAX_TIMER_DELAY_MS,
+    RetryMode,
+    RetryPolicyError,
+    RetrySettings,
+    check_codes,
+    check_delay,
+    check_delay_order,
+    check_jitter_ratio,
+    check_max_retries,
+    check_mode,
+    read_config,
+)
+from ._retry_key import policy_key
 
 __all__ = [
     "MAX_TIMER_DELAY_MS",
@@ -46,75 +57,6 @@ __all__ = [
     "RetryPolicy",
     "RetryPolicyError",
 ]
-
-RetryMode: TypeAlias = Literal["normal", "always"]
-
-MAX_TIMER_DELAY_MS: Final = 2_147_483_647
-"""The largest delay a timer accepts: 2**31 - 1 ms (about 24.8 days), the JavaScript timer limit."""
-
-_MODES: Final = ("normal", "always")
-
-
-class RetryPolicyError(LlmStreamError, ValueError):
-    """A retry policy (or its configuration) breaks a rule; the message names the setting and the rule."""
-
-
-# -- the rules, shared by the attrs validators and by from_config -----------------------------------------
-# Each check takes the setting's name as the caller spelled it, so a config error names "maxRetries" when the
-# config said "maxRetries", and "max_retries" otherwise.
-
-
-def _check_mode(value: object) -> None:
-    if value not in _MODES:
-        raise RetryPolicyError(f'mode must be "normal" or "always", got {value!r}')
-
-
-def _check_max_retries(value: object, name: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SAFE_INTEGER:
-        raise RetryPolicyError(
-            f"{name} must be a non-negative integer no greater than {MAX_SAFE_INTEGER} (2**53 - 1), "
-            f"got {value!r}: it counts the retries after the first request, so 0 means never retry"
-        )
-
-
-def _check_delay(value: object, name: str) -> None:
-    if not (is_json_number(value) and math.isfinite(value) and 0 < value <= MAX_TIMER_DELAY_MS):
-        raise RetryPolicyError(
-            f"{name} must be a positive, finite number of milliseconds no greater than {MAX_TIMER_DELAY_MS} "
-            f"(the timer limit), got {value!r}"
-        )
-
-
-def _check_delay_order(initial: float, maximum: float, initial_name: str, max_name: str) -> None:
-    if initial > maximum:
-        raise RetryPolicyError(
-            f"{initial_name} ({_js_number(initial)}) must be less than or equal to {max_name} "
-            f"({_js_number(maximum)}): the first delay cannot exceed the cap on every delay"
-        )
-
-
-def _check_jitter_ratio(value: object, name: str) -> None:
-    if not (is_json_number(value) and 0 <= value <= 1):
-        raise RetryPolicyError(
-            f"{name} must be a number between 0 and 1 (0 means no jitter, 0.1 means ±10%), got {value!r}"
-        )
-
-
-def _check_codes(value: object, name: str) -> None:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise RetryPolicyError(f'{name} must be a list of failure codes such as ["SERVER"], got {value!r}')
-    if not value:
-        raise RetryPolicyError(
-            f"{name} must not be empty: list the codes to retry, or set max_retries to 0 to never retry"
-        )
-    if not all(isinstance(code, str) and code for code in value):
-        raise RetryPolicyError(f"{name} must contain only non-empty strings, got {list(value)!r}")
-    seen: set[str] = set()
-    repeated: set[str] = set()
-    for code in value:
-        (repeated if code in seen else seen).add(code)
-    if repeated:
-        raise RetryPolicyError(f"{name} must not contain duplicates, got {sorted(repeated)!r} more than once")
 
 
 # -- attrs plumbing ---------------------------------------------------------------------------------------
@@ -140,7 +82,7 @@ def _default_codes(self: RetryPolicy) -> tuple[str, ...] | None:
 
 
 def _validate_mode(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
-    _check_mode(value)
+    check_mode(value)
 
 
 def _validate_max_retries(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -150,7 +92,7 @@ def _validate_max_retries(instance: RetryPolicy, attribute: attrs.Attribute[Any]
                 f"max_retries must be None in always mode (it retries without limit), got {value!r}"
             )
         return
-    _check_max_retries(value, attribute.name)
+    check_max_retries(value, attribute.name)
 
 
 def _validate_codes(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -160,20 +102,20 @@ def _validate_codes(instance: RetryPolicy, attribute: attrs.Attribute[Any], valu
                 f"retryable_codes must be None in always mode (it retries every code), got {value!r}"
             )
         return
-    _check_codes(value, attribute.name)
+    check_codes(value, attribute.name)
 
 
 def _validate_delay(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
-    _check_delay(value, attribute.name)
+    check_delay(value, attribute.name)
 
 
 def _validate_max_delay(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: float) -> None:
-    _check_delay(value, attribute.name)
-    _check_delay_order(instance.initial_delay_ms, value, "initial_delay_ms", "max_delay_ms")
+    check_delay(value, attribute.name)
+    check_delay_order(instance.initial_delay_ms, value, "initial_delay_ms", "max_delay_ms")
 
 
 def _validate_jitter_ratio(instance: RetryPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
-    _check_jitter_ratio(value, attribute.name)
+    check_jitter_ratio(value, attribute.name)
 
 
 # -- the policy -------------------------------------------------------------------------------------------
@@ -244,50 +186,29 @@ class RetryPolicy:
 
         Keys: ``mode`` ("normal" or "always", default "normal"), ``max_retries``, ``retryable_codes``
         (normal mode only) and ``backoff`` {``initial_delay_ms``, ``max_delay_ms``, ``jitter_ratio``}. The
-        anchor's camelCase spellings (``maxRetries``, ``retryableCodes``, ``initialDelayMs``, ``maxDelayMs``,
-        ``jitterRatio``) are accepted too. Every error is a ``RetryPolicyError`` whose message starts with
-        ``"<path>: "``, and names a setting the way the config spelled it.
+        camelCase spellings (``maxRetries``, ``retryableCodes``, ``initialDelayMs``, ``maxDelayMs``,
+        ``jitterRatio``) are accepted too (docs/decisions/0006-retry-when-retryable.md). Every error is a
+        ``RetryPolicyError`` whose message starts with ``"<path>: "``, and names a setting the way the config
+        spelled it.
         """
         if config is None:
             return cls()
         try:
-            return cls._from_mapping(config)
+            return cls._from_settings(read_config(config))
         except RetryPolicyError as exc:
             raise RetryPolicyError(f"{path}: {exc}") from None
 
     @classmethod
-    def _from_mapping(cls, config: object) -> RetryPolicy:
-        if not isinstance(config, Mapping):
-            raise RetryPolicyError(f"the retry policy must be a mapping, got {type(config).__name__}")
-        mode = config.get("mode", "normal")
-        _check_mode(mode)
-        allowed = _NORMAL_KEYS if mode == "normal" else _ALWAYS_KEYS
-        top = _read_keys(config, allowed, where="")
-        backoff_config: object = top.get("backoff", ("backoff", {}))[1]
-        if not isinstance(backoff_config, Mapping):
-            raise RetryPolicyError(
-                f"backoff must be a mapping of initial_delay_ms, max_delay_ms and jitter_ratio, "
-                f"got {backoff_config!r}"
-            )
-        backoff = _read_keys(backoff_config, _BACKOFF_KEYS, where=" in backoff")
-
-        initial_name, initial = backoff.get("initial_delay_ms", ("initial_delay_ms", 500))
-        max_name, maximum = backoff.get("max_delay_ms", ("max_delay_ms", 10_000))
-        jitter_name, jitter = backoff.get("jitter_ratio", ("jitter_ratio", 0.1))
-        _check_delay(initial, initial_name)
-        _check_delay(maximum, max_name)
-        _check_delay_order(initial, maximum, initial_name, max_name)
-        _check_jitter_ratio(jitter, jitter_name)
-        if mode == "always":
-            return cls.always(initial_delay_ms=initial, max_delay_ms=maximum, jitter_ratio=jitter)
-
-        retries_name, max_retries = top.get("max_retries", ("max_retries", 2))
-        codes_name, codes = top.get("retryable_codes", ("retryable_codes", DEFAULT_RETRYABLE_CODES))
-        _check_max_retries(max_retries, retries_name)
-        _check_codes(codes, codes_name)
-        return cls.normal(
-            max_retries, codes, initial_delay_ms=initial, max_delay_ms=maximum, jitter_ratio=jitter
-        )
+    def _from_settings(cls, settings: RetrySettings) -> RetryPolicy:
+        backoff = {
+            "initial_delay_ms": settings.initial_delay_ms,
+            "max_delay_ms": settings.max_delay_ms,
+            "jitter_ratio": settings.jitter_ratio,
+        }
+        if settings.mode == "always":
+            return cls.always(**backoff)
+        assert settings.max_retries is not None
+        return cls.normal(settings.max_retries, settings.retryable_codes, **backoff)
 
     def to_config(self) -> dict[str, Any]:
         """The snake_case configuration ``from_config`` reads back to this policy."""
@@ -306,22 +227,13 @@ class RetryPolicy:
 
     @property
     def key(self) -> str:
-        """The policy key (§5.5): compact JSON, JavaScript number formatting, codes sorted.
+        """The policy key: compact JSON, JavaScript number formatting, codes sorted.
 
         ``["normal",2,["RATE_LIMIT","SERVER"],500,10000,0]`` or ``["always",500,10000,0.1]``. Retry counts are
-        kept per key, so a changed policy starts counting again from 1.
+        kept per key, so a changed policy starts counting again from 1 (docs/decisions/0006-retry-when-retryable.md).
         """
-        parts = [json.dumps(self.mode)]
-        if self.mode == "normal":
-            codes = sorted(self.retryable_codes or (), key=_js_sort_key)
-            parts.append(_js_number(self.max_retries or 0))
-            parts.append("[" + ",".join(json.dumps(code, ensure_ascii=False) for code in codes) + "]")
-        parts += [
-            _js_number(self.initial_delay_ms),
-            _js_number(self.max_delay_ms),
-            _js_number(self.jitter_ratio),
-        ]
-        return "[" + ",".join(parts) + "]"
+        delays = (self.initial_delay_ms, self.max_delay_ms, self.jitter_ratio)
+        return policy_key(self.mode, self.max_retries, self.retryable_codes, delays)
 
     def is_retryable(self, failure: Failure) -> bool:
         """Whether the failure's code is retried at all. A cancellation (``ABORTED``) never is."""
@@ -366,78 +278,3 @@ class RetryPolicy:
             if self.mode == "normal":
                 return None
         return self.backoff_ms(retry, random)
-
-
-# -- configuration keys -----------------------------------------------------------------------------------
-
-# canonical name -> accepted spellings
-_NORMAL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
-    "mode": ("mode",),
-    "max_retries": ("max_retries", "maxRetries"),
-    "retryable_codes": ("retryable_codes", "retryableCodes"),
-    "backoff": ("backoff",),
-}
-_NORMAL_SPELLINGS: Final = frozenset(spelling for names in _NORMAL_KEYS.values() for spelling in names)
-_ALWAYS_KEYS: Final[Mapping[str, tuple[str, ...]]] = {"mode": ("mode",), "backoff": ("backoff",)}
-_BACKOFF_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
-    "initial_delay_ms": ("initial_delay_ms", "initialDelayMs"),
-    "max_delay_ms": ("max_delay_ms", "maxDelayMs"),
-    "jitter_ratio": ("jitter_ratio", "jitterRatio"),
-}
-
-
-def _read_keys(
-    config: Mapping[Any, Any], allowed: Mapping[str, tuple[str, ...]], where: str
-) -> dict[str, tuple[str, Any]]:
-    """Maps each canonical name to (the spelling used, the value); rejects unknown and doubly spelled keys."""
-    by_spelling = {spelling: canonical for canonical, spellings in allowed.items() for spelling in spellings}
-    found: dict[str, tuple[str, Any]] = {}
-    for spelling, value in config.items():
-        canonical = by_spelling.get(spelling) if isinstance(spelling, str) else None
-        if canonical is None:
-            hint = ""
-            if allowed is _ALWAYS_KEYS and spelling in _NORMAL_SPELLINGS:
-                hint = ' (an "always" policy retries every code without limit, so it takes no such setting)'
-            raise RetryPolicyError(
-                f'unknown key "{spelling}"{where}{hint}; allowed keys: {", ".join(allowed)}'
-            )
-        if canonical in found:
-            raise RetryPolicyError(
-                f'"{found[canonical][0]}" and "{spelling}"{where} are the same setting; give only one'
-            )
-        found[canonical] = (spelling, value)
-    return found
-
-
-# -- JavaScript number formatting, for the policy key -----------------------------------------------------
-
-
-def _js_number(value: float) -> str:
-    """``Number.prototype.toString``: 10000 (not 10000.0), 0.1, 1e-7, 1.5e+21."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**21:
-        return str(value)
-    number = float(value)
-    if not math.isfinite(number):
-        return "null"  # what JSON.stringify writes; a valid policy never holds one
-    if number == 0:
-        return "0"
-    _, digit_tuple, exponent = Decimal(repr(abs(number))).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    assert isinstance(exponent, int)
-    k = len(digits)
-    n = exponent + k  # the decimal point sits after n digits
-    prefix = "-" if number < 0 else ""
-    if k <= n <= 21:
-        return prefix + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return prefix + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return prefix + "0." + "0" * -n + digits
-    e = n - 1
-    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
-    return f"{prefix}{mantissa}e{'+' if e > 0 else '-'}{abs(e)}"
-
-
-def _js_sort_key(code: str) -> bytes:
-    """JavaScript's default sort compares UTF-16 code units."""
-    return code.encode("utf-16-be", "surrogatepass")
