@@ -1,6 +1,6 @@
 """``classify_finish``: the wire ``finish_reason`` to a FinishReason, and the EMPTY_RESPONSE refusal.
 
-Rule (docs/decisions/0005-classify-finish.md), reference 4.1 and D3:
+Rule (docs/decisions/0005-classify-finish.md):
 
     stop (or none at all)  -> stop, unless no block was ever opened: then error EMPTY_RESPONSE
     tool_calls             -> tool-calls      (function_call, the legacy name, too)
@@ -45,7 +45,7 @@ _SIMPLE = {
 
 
 def map_finish_reason(wire: str | None) -> FinishReason:
-    """reference 4.1: ``None`` (no finish_reason ever arrived) means stop."""
+    """``None`` (no finish_reason ever arrived) means stop (docs/decisions/0005-classify-finish.md)."""
     if wire is None:
         return _SIMPLE["stop"]
     simple = _SIMPLE.get(wire)

@@ -6,9 +6,9 @@ Rule (docs/decisions/0004-close-on-done.md):
   last usage seen (if any), then the finish (``PendingFinish`` with the last wire ``finish_reason``, for
   ``classify_finish``). Nothing after ``Done`` is read.
 - If any tool call still lacks an ``id`` or a ``name`` at ``Done``, no block-end at all is emitted: the pending usage
-  is reported, then an error finish ``MALFORMED_TOOL_CALL`` naming the wire index and the missing field(s). This
-  deliberately changes the anchor's TC-24, which closed such a call with ``id: ""``: no path may ever assemble an
-  unidentified tool call (and ``ToolCallBlock`` refuses to be built without one).
+  is reported, then an error finish ``MALFORMED_TOOL_CALL`` naming the wire index and the missing field(s). This is a
+  deliberate choice over closing such a call with ``id: ""`` (docs/decisions/0004-close-on-done.md): no path may
+  ever assemble an unidentified tool call (and ``ToolCallBlock`` refuses to be built without one).
 - ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. A ``StreamFailure`` raised by
   the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
   exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.

@@ -10,10 +10,11 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A delta without ``index`` joins
   the call its non-empty id names, else the most recent call (``missing-index``). A sparse first index is fine.
 - Blocks get indices 0, 1, 2, ... in order of first appearance, one counter shared by text, reasoning and tool calls.
-- Reasoning (reference T3/T4): ``reasoning_content`` when present and not null, else the vLLM alias ``reasoning``,
-  else (only when neither field is present) OpenRouter's ``reasoning_details[].text``; only a non-empty string opens
-  or extends the single reasoning block, so DeepSeek's first ``reasoning_content: ""`` opens nothing. Content given as
-  a list of typed parts (Mistral) contributes its ``text`` parts as text and its ``thinking`` parts as reasoning.
+- Reasoning (docs/decisions/0002-coalesce-identity.md, docs/decisions/0010-corpus-extensions.md):
+  ``reasoning_content`` when present and not null, else the vLLM alias ``reasoning``, else (only when neither field
+  is present) OpenRouter's ``reasoning_details[].text``; only a non-empty string opens or extends the single
+  reasoning block, so DeepSeek's first ``reasoning_content: ""`` opens nothing. Content given as a list of typed
+  parts (Mistral) contributes its ``text`` parts as text and its ``thinking`` parts as reasoning.
 - Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
   no top-level usage). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
 

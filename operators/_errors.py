@@ -1,7 +1,8 @@
 """Provider errors to failures: what a non-2xx response or an in-band ``{"error": ...}`` payload means.
 
 Pure functions, no I/O: the transport reads the status, the body and the headers and hands them here.
-The rules follow the reference (dsh-behaviour.md §4.3); the first matching rule wins.
+The rules are those of docs/decisions/0009-in-band-errors.md (the codes: docs/protocol.md); the first matching
+rule wins.
 
     classify_http_error(status, body, headers)       a non-2xx response
         1. 401 / 403 .................................... AUTH
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 MAX_MESSAGE_CHARS = 499
-"""The longest message a failure built here carries (the reference caps messages under 500 characters)."""
+"""The longest message a failure built here carries (under 500 characters: docs/decisions/0009-in-band-errors.md)."""
 
 RAW_TEXT_SCAN_CHARS = 2000
 """A body that is not JSON is searched for wording only when it is at most this long."""

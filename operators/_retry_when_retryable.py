@@ -1,6 +1,6 @@
 """``retry_when_retryable``: a retryable error finish becomes a ``retry`` chunk and a new attempt.
 
-Rule (docs/decisions/0006-retry-when-retryable.md), reference 5.2-5.4:
+Rule (docs/decisions/0006-retry-when-retryable.md):
 
 - The source is cold: each subscription is one attempt (for a live response, one HTTP request), so a retry is a
   re-subscription. When an attempt ends in an error finish that the policy retries and the budget allows, the

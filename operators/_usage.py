@@ -1,4 +1,4 @@
-"""``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (reference 4.2, variant B).
+"""``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (docs/protocol.md).
 
     input_tokens       = prompt_tokens - cache_read - cache_write   (uncached input only)
     output_tokens      = completion_tokens
