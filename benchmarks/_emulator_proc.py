@@ -1,6 +1,6 @@
 """The emulator in a child process, so the client under test does not share its interpreter (and GIL) with it.
 
-``python -m benchmarks._emulator_proc DIR`` starts ``pipeline._emulator.Emulator`` with ``DIR`` as a replay
+``python -m benchmarks._emulator_proc DIR`` starts ``pipeline.emulator.Emulator`` with ``DIR`` as a replay
 directory, prints one JSON line (``{"base_url": ..., "pid": ...}``) and serves until its stdin is closed.
 ``EmulatorProcess`` is the parent's side, a context manager.
 """
@@ -8,7 +8,6 @@ directory, prints one JSON line (``{"base_url": ..., "pid": ...}``) and serves u
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,14 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def emulator_class() -> Any | None:
-    """``pipeline._emulator.Emulator`` when the module and the class exist (checked at run time), else None."""
+    """``pipeline.emulator.Emulator`` when it can serve (the ``emulator`` extra is installed), else None."""
     try:
-        if importlib.util.find_spec("pipeline._emulator") is None:
-            return None
-        module = importlib.import_module("pipeline._emulator")
+        module = importlib.import_module("pipeline.emulator")
+        return getattr(module, "Emulator", None)  # ImportError without starlette and uvicorn
     except ImportError:
         return None
-    return getattr(module, "Emulator", None)
 
 
 class EmulatorProcess:
@@ -81,8 +78,8 @@ class EmulatorProcess:
 def _main() -> None:
     emulator = emulator_class()
     if emulator is None:
-        raise SystemExit("pipeline._emulator.Emulator is not available")
-    config_class = importlib.import_module("pipeline._emulator").EmulatorConfig
+        raise SystemExit("pipeline.emulator.Emulator is not available")
+    config_class = importlib.import_module("pipeline.emulator").EmulatorConfig
     running = emulator(config=config_class(replay_dirs=[sys.argv[1]])).start()
     print(json.dumps({"base_url": running.base_url, "pid": os.getpid()}), flush=True)
     try:

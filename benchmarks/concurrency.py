@@ -2,7 +2,7 @@
 
     python -m benchmarks.concurrency [--streams 1,10,100,1000] [--events 60] [--json FILE]
 
-Runs only when ``pipeline._emulator.Emulator`` and the transport client (``pipeline.transport.ChatClient``)
+Runs only when ``pipeline.emulator.Emulator`` and the transport client (``pipeline.transport.ChatClient``)
 exist at run time; otherwise it prints "skipped: needs the emulator and transport" and exits 0.
 
 Setup: the emulator runs in a child process (its own interpreter and GIL) and replays, for every request, the same

@@ -807,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     emulator_ok = emulator_class() is not None
     loopback = not args.skip_loopback and emulator_ok
     if not args.skip_loopback and not emulator_ok:
-        results.notes.append("loopback rows skipped: pipeline._emulator.Emulator is not available")
+        results.notes.append("loopback rows skipped: pipeline.emulator.Emulator is not available")
     server = EmulatorProcess(CORPUS_DIR) if loopback else None
     if server is not None:
         CORPUS_DIR.mkdir(parents=True, exist_ok=True)
@@ -876,7 +876,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _seed_bug_body() -> bytes | None:
     try:
-        from pipeline._emulator_scripts import ScriptOptions, build_script
+        from pipeline.emulator import ScriptOptions, build_script
     except ImportError:
         return None
     return build_script("seed-bug", ScriptOptions(include_usage=True)).body

@@ -1,5 +1,70 @@
-"""The fault-injecting gateway emulator (needs the ``emulator`` extra: starlette, uvicorn)."""
+"""The fault-injecting gateway emulator: a real OpenAI-compatible HTTP server for tests, the CLI and benchmarks.
 
-from .._emulator import PROFILES, Emulator, EmulatorConfig, RecordedRequest, create_app, run_emulator
+    with Emulator() as emu:                           # a loopback port, served from a background thread
+        client = openai.OpenAI(base_url=emu.base_url, api_key="test")
+        client.chat.completions.create(model="emulator/seed-bug", ...)
+        emu.state.requests, emu.state.disconnects      # what the server saw
 
-__all__ = ["PROFILES", "Emulator", "EmulatorConfig", "RecordedRequest", "create_app", "run_emulator"]
+``PROFILES`` names every way it can answer (clean streams, gateway deviations, faults, HTTP errors); a request picks
+one with the ``x-emulator-profile`` header or the model ``"emulator/<profile>"``. ``build_script`` and
+``replay_script`` give a profile's response as data (``Script``). Serving it (``Emulator``, ``create_app``,
+``run_emulator``) needs the ``emulator`` extra, starlette and uvicorn: ``pip install 'llm-stream-pipeline[emulator]'``.
+Everything else here imports and works without it. To add a profile, see ``pipeline/emulator/_profiles.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ._profiles import PROFILES, build_script
+from ._replay import replay_script
+from ._script import Script, ScriptOptions
+from ._state import EmulatorConfig, EmulatorState, RecordedRequest
+
+if TYPE_CHECKING:
+    from ._gateway import create_app
+    from ._server import Emulator, run_emulator
+
+__all__ = [
+    "PROFILES",
+    "Emulator",
+    "EmulatorConfig",
+    "EmulatorState",
+    "RecordedRequest",
+    "Script",
+    "ScriptOptions",
+    "build_script",
+    "create_app",
+    "replay_script",
+    "run_emulator",
+]
+
+_INSTALL_HINT = "pip install 'llm-stream-pipeline[emulator]'"
+
+_SERVING = {"Emulator": "._server", "run_emulator": "._server", "create_app": "._gateway"}
+_EXTRA = frozenset({"starlette", "uvicorn"})
+
+
+def __getattr__(name: str) -> object:
+    """``Emulator``, ``create_app`` and ``run_emulator`` import starlette and uvicorn on first use, not before."""
+    module_name = _SERVING.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = importlib.import_module(module_name, __name__)
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in _EXTRA:
+            raise
+        raise ImportError(
+            f"pipeline.emulator.{name} serves HTTP with starlette and uvicorn, which are not installed "
+            f"({exc}). Install the emulator extra: {_INSTALL_HINT}",
+            name=exc.name,
+        ) from exc
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
