@@ -33,9 +33,9 @@ import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 
-from ._session import Session
 from ._tools import ToolRegistry, ToolResult
 from .compose import Assembler, AssistantMessage
+from .session import Session
 from .transport import ChatClient
 
 __all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
