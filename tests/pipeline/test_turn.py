@@ -36,9 +36,9 @@ from pipeline import (
     run_turn,
     run_turn_to_end,
 )
-from pipeline._session import SessionTornTailWarning
 from pipeline.cli import main
 from pipeline.emulator import Emulator, EmulatorConfig, RecordedRequest
+from pipeline.session import SessionTornTailWarning
 
 FAST = RetryPolicy.normal(initial_delay_ms=1, max_delay_ms=5)
 """Retries without real waiting."""
