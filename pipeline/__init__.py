@@ -1,4 +1,7 @@
-"""The composition of the operators, the facades, and the I/O: sources, assembler, CLI.
+"""The composition of the operators and everything that touches the outside, by product (docs/architecture.md):
+``pipeline.compose`` (the facades), ``pipeline.transport`` (the HTTP client), ``pipeline.session`` (the session log),
+``pipeline.agent`` (tools and the turn loop), ``pipeline.emulator`` (the fault-injecting gateway, needs the
+``emulator`` extra) and ``pipeline.cli``. This module re-exports what an application meets:
 
     chunks = pipeline.collect(Path("response.sse"))              # recorded bytes, synchronous
     async for chunk in pipeline.stream(response.aiter_bytes()):  # any async byte source, paced by the caller
@@ -34,21 +37,14 @@ from .session import (
     SessionError,
     SessionEvent,
     SessionLockedError,
+    SessionState,
+    SessionTornTailWarning,
+    SessionValidationError,
     SessionWriteError,
     check,
     repair,
 )
 from .transport import ChatClient, ClientConfig, ConfigError
-
-
-def __getattr__(name: str) -> object:
-    """``Emulator`` and ``EmulatorConfig`` import lazily: they need the ``emulator`` extra (starlette, uvicorn)."""
-    if name in ("Emulator", "EmulatorConfig"):
-        from . import emulator
-
-        return getattr(emulator, name)
-    raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
-
 
 __all__ = [
     "Assembler",
@@ -57,8 +53,6 @@ __all__ = [
     "ChatClient",
     "ClientConfig",
     "ConfigError",
-    "Emulator",
-    "EmulatorConfig",
     "LlmStreamError",
     "RepairReport",
     "RetryPolicy",
@@ -67,6 +61,9 @@ __all__ = [
     "SessionError",
     "SessionEvent",
     "SessionLockedError",
+    "SessionState",
+    "SessionTornTailWarning",
+    "SessionValidationError",
     "SessionWriteError",
     "Tool",
     "ToolRegistry",

@@ -8,10 +8,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-import pipeline
-
 ROOT = Path(__file__).resolve().parents[3]
 
 BLOCK_THE_EXTRA = """
@@ -73,11 +69,6 @@ def test_importing_the_emulator_does_not_import_starlette_or_uvicorn() -> None:
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.xfail(
-    "Emulator" in pipeline.__all__,
-    reason="pipeline/__init__ still lists Emulator in __all__ (the lead engineer removes it for pipeline.emulator)",
-    strict=True,
-)
 def test_star_import_of_pipeline_works_without_the_extra() -> None:
     result = run(
         """
