@@ -64,11 +64,12 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.reason: str | None = None
 
     def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
+        add_text = self.texts.add  # bound once per batch: the per-delta path is the hot one (decision 0008)
         item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             kind = type(item)
             if kind is TextDelta or kind is ReasoningDelta:
-                self.texts.add(item.index, item.text)
+                add_text(item.index, item.text)
                 out.append(item)
             elif kind is BlockStart:
                 self.blocks.append(item)
