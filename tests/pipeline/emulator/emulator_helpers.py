@@ -33,7 +33,7 @@ __all__ = [
 
 Json = dict[str, Any]
 
-REAL = Path("/work/shared/fixtures/sse/real")
+REAL = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "sse" / "real"
 QWEN_EMPTY_ID = REAL / "14-qwen3max-tool-call-empty-id.sse"
 CLEAN = "".join(CLEAN_TEXT)
 TIMEOUT = httpx.Timeout(5.0)
