@@ -14,7 +14,7 @@
 
 from operators import LlmStreamError, RetryPolicy
 
-from .agent import Tool, ToolRegistry, ToolResult, TurnEvent, run_turn, run_turn_to_end
+from .agent import Tool, ToolRegistry, ToolResult, TurnEvent, TurnEventKind, run_turn, run_turn_to_end
 from .compose import (
     Assembler,
     AssistantMessage,
@@ -69,6 +69,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "TurnEvent",
+    "TurnEventKind",
     "assemble",
     "assemble_async",
     "bytes_source",

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline._tools import Tool, ToolRegistry, ToolResult, schema_from_signature, validate
+from pipeline.agent import Tool, ToolRegistry, ToolResult, schema_from_signature, validate
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Types the tools below are annotated with (module level: the string annotations resolve against these globals)
@@ -709,7 +709,7 @@ TOOLS_MODULE = """
 
     import dataclasses
 
-    from pipeline._tools import Tool
+    from pipeline.agent import Tool
 
 
     @dataclasses.dataclass
@@ -753,7 +753,7 @@ def test_from_module_imports_a_dotted_name(tmp_path: Path, monkeypatch: pytest.M
 
 def test_from_module_returns_the_registry_a_module_exposes(tmp_path: Path) -> None:
     source = """
-        from pipeline._tools import ToolRegistry
+        from pipeline.agent import ToolRegistry
 
         registry = ToolRegistry()
 
@@ -775,7 +775,7 @@ def test_from_module_returns_the_registry_a_module_exposes(tmp_path: Path) -> No
         ("def f(*args): pass\nTOOLS = [f]\n", r"TOOLS\[0\]: f takes \*args"),
         ("registry = {}\n", "registry is a dict, expected a ToolRegistry"),
         (
-            "from pipeline._tools import ToolRegistry\nregistry = ToolRegistry()\nTOOLS = []\n",
+            "from pipeline.agent import ToolRegistry\nregistry = ToolRegistry()\nTOOLS = []\n",
             "both TOOLS and registry",
         ),
     ],

@@ -33,10 +33,11 @@ import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 
-from ._tools import ToolRegistry, ToolResult
-from .compose import Assembler, AssistantMessage
-from .session import Session
-from .transport import ChatClient
+from ..compose import Assembler, AssistantMessage
+from ..session import Session
+from ..transport import ChatClient
+from ._registry import ToolRegistry
+from ._tool import ToolResult
 
 __all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
 

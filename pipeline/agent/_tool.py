@@ -1,0 +1,118 @@
+"""Tool values: ``Tool`` (a function the model may call, with its JSON Schema) and ``ToolResult``."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
+
+import attrs
+
+from ._schema import schema_from_signature
+
+_log = logging.getLogger(__name__)
+
+ToolFunc: TypeAlias = Callable[..., Awaitable[Any]] | Callable[..., Any]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Values
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool call produced, ready to be sent back to the model as a ``tool`` message."""
+
+    text: str
+    is_error: bool = False
+
+
+def _check_name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"tool name {value!r} is not valid: OpenAI-compatible APIs accept 1 to 64 letters, digits, '_' or '-'"
+        )
+
+
+def _check_parameters(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, Mapping) or value.get("type") != "object":
+        raise ValueError(
+            f"tool parameters must be a JSON Schema of type 'object' (the arguments are a JSON object), got {value!r}"
+        )
+
+
+def _check_callable(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not callable(value):
+        raise TypeError(f"a tool's func must be callable, got {value!r}")
+
+
+def _copy_schema(value: object) -> object:
+    # A private deep copy: the schema a tool validates against cannot change behind the registry's back.
+    return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
+
+
+@attrs.frozen
+class Tool:
+    """A function the model may call: its name, description, JSON Schema of its arguments, and the callable.
+
+    ``func`` may be async or sync (a sync one runs in a worker thread). ``parameters`` is excluded from the hash
+    (it is a dict).
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    description: str = attrs.field(validator=attrs.validators.instance_of(str))
+    parameters: Mapping[str, Any] = attrs.field(converter=_copy_schema, validator=_check_parameters, hash=False)
+    func: ToolFunc = attrs.field(validator=_check_callable)
+
+    @classmethod
+    def from_function(
+        cls,
+        func: ToolFunc,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> Tool:
+        """Build a tool from a callable.
+
+        ``name`` defaults to ``func.__name__``, ``description`` to the first paragraph of the docstring, and
+        ``parameters`` to ``schema_from_signature(func)``.
+        """
+        if not callable(func):
+            raise TypeError(f"a tool must be callable, got {func!r}")
+        if name is None:
+            name = getattr(func, "__name__", None)
+            if not isinstance(name, str):
+                raise TypeError(f"{func!r} has no __name__: pass name= explicitly")
+        if description is None:
+            description = _first_paragraph(func)
+        if parameters is None:
+            parameters = schema_from_signature(func)
+        return cls(name=name, description=description, parameters=parameters, func=func)
+
+    def to_openai(self) -> dict[str, Any]:
+        """The entry of a chat-completions request's ``tools`` list."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(dict(self.parameters)),
+            },
+        }
+
+
+def _first_paragraph(func: Callable[..., Any]) -> str:
+    target = func.func if isinstance(func, functools.partial) else func
+    doc = inspect.getdoc(target)
+    if not doc:
+        return ""
+    paragraph = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0]
+    return " ".join(paragraph.split())
