@@ -7,7 +7,10 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
     ├── RetryPolicyError (ValueError) ...... operators: a retry policy or its configuration breaks a rule
     ├── ConfigError (ValueError) ........... pipeline.transport: a client setting is out of range
     ├── CliError ........................... pipeline.cli: a usage or input error, exit status 2
-    ├── ToolDefinitionError (TypeError) .... pipeline.agent: a function cannot be described as a tool
+    ├── StreamFailure ...................... operators.extend: a signal a source sends through on_error (never raised
+    │                                        to the caller: it becomes an error finish)
+    ├── (private) ........................... pipeline.agent's hint and conversion errors, pipeline.emulator's
+    │                                        connection-cut and request errors: caught inside their package
     └── SessionError ....................... pipeline.session: the session log refused something
         ├── SessionValidationError ......... an event breaks a rule (on write and on read alike)
         ├── SessionWriteError .............. an append could not be made durable
@@ -17,7 +20,7 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
     Warnings (not exceptions): SessionTornTailWarning (UserWarning), a torn last line was set aside.
 
 A failed *response* is never raised: it is an error ``Finish`` in the chunk stream (``operators.Code`` lists the
-codes). ``operators.extend.StreamFailure`` is a signal a source sends through ``on_error``, not a public exception.
+codes). A bad tool definition raises the built-in ``TypeError`` / ``ValueError`` it always did.
 """
 
 from __future__ import annotations
