@@ -1,5 +1,15 @@
-"""Tools and the turn loop: a tool registry with schemas from signatures, and ``run_turn``."""
+"""Tools and the turn loop: a tool registry with schemas from signatures, and ``run_turn``.
 
+_tool        Tool, ToolResult: the values
+_schema      schema_from_signature: a JSON Schema from type hints
+_validate    validate: the JSON Schema subset, with messages a model can act on
+_convert     validated JSON -> the annotated Python types (the binder)
+_call        one call's edges: the model's arguments in, the tool's return value out
+_registry    ToolRegistry, and loading a tools module
+_turn        TurnEvent, TurnEventKind, run_turn, run_turn_to_end
+"""
+
+from ._errors import ToolDefinitionError
 from ._registry import ToolRegistry
 from ._schema import JsonSchema, schema_from_signature
 from ._tool import Tool, ToolResult
@@ -9,6 +19,7 @@ from ._validate import validate
 __all__ = [
     "JsonSchema",
     "Tool",
+    "ToolDefinitionError",
     "ToolRegistry",
     "ToolResult",
     "TurnEvent",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections.abc
 import enum
 import inspect
-import logging
 import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -15,27 +14,26 @@ import attrs
 
 from operators import LlmStreamError
 
+from ._quote import describe, show
 from ._schema import (
-    _EMPTY,
-    _NONE_TYPE,
-    _PRIMITIVES,
-    _class_fields,
-    _is_object_class,
-    _is_union,
-    _label,
+    EMPTY,
+    NONE_TYPE,
+    PRIMITIVES,
+    class_fields,
+    is_object_class,
+    is_union,
+    qualified_name,
     schema_from_signature,
 )
 from ._tool import Tool
-from ._validate import _child_path, _describe, _is_type, _json_equal, _show
+from ._validate import child_path, is_type, json_equal
 
-_log = logging.getLogger(__name__)
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Conversion of validated arguments to the annotated types
+__all__ = ["Binder", "ConversionError", "binder_for"]
 
 
-class _ConversionError(LlmStreamError):
-    """A validated argument that still cannot become its annotated type (a constructor refused it, say)."""
+class ConversionError(LlmStreamError):
+    """A validated argument that still cannot become its annotated type (a constructor refused it, say); the call
+    answers it as an invalid argument, it never reaches the caller."""
 
 
 def _convert(hint: Any, value: Any, path: str) -> Any:
@@ -45,25 +43,25 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         return _convert(args[0], value, path)
     if isinstance(hint, typing.NewType):
         return _convert(hint.__supertype__, value, path)
-    if hint is _EMPTY or hint is Any or hint is object:
+    if hint is EMPTY or hint is Any or hint is object:
         return value
-    if hint is None or hint is _NONE_TYPE:
+    if hint is None or hint is NONE_TYPE:
         if value is None:
             return None
-    elif hint in _PRIMITIVES:
-        if _is_type(value, _PRIMITIVES[hint]):
+    elif hint in PRIMITIVES:
+        if is_type(value, PRIMITIVES[hint]):
             return float(value) if hint is float else int(value) if hint is int else value
-    elif _is_union(hint):
-        first: _ConversionError | None = None
+    elif is_union(hint):
+        first: ConversionError | None = None
         for arg in args:
             try:
                 return _convert(arg, value, path)
-            except _ConversionError as exc:
+            except ConversionError as exc:
                 first = first or exc
-        raise first or _ConversionError(f"{path}: no alternative of {hint!r} accepts {_show(value)}")
+        raise first or ConversionError(f"{path}: no alternative of {hint!r} accepts {show(value)}")
     elif origin is Literal:
         for literal in args:
-            if _json_equal(value, literal.value if isinstance(literal, enum.Enum) else literal):
+            if json_equal(value, literal.value if isinstance(literal, enum.Enum) else literal):
                 return literal
     elif hint is list or hint is collections.abc.Sequence or origin is list or origin is collections.abc.Sequence:
         if isinstance(value, list | tuple):
@@ -72,23 +70,23 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
     elif hint is dict or hint is collections.abc.Mapping or origin is dict or origin is collections.abc.Mapping:
         if isinstance(value, Mapping):
             item = args[1] if len(args) == 2 else Any
-            return {key: _convert(item, element, _child_path(path, key)) for key, element in value.items()}
+            return {key: _convert(item, element, child_path(path, key)) for key, element in value.items()}
     elif isinstance(hint, type) and issubclass(hint, enum.Enum):
         for member in hint:
-            if _json_equal(value, member.value):
+            if json_equal(value, member.value):
                 return member
-    elif isinstance(hint, type) and _is_object_class(hint):
+    elif isinstance(hint, type) and is_object_class(hint):
         if isinstance(value, Mapping):
             return _convert_object(hint, value, path)
     else:
         return value  # a hint this module does not know: the value passes unchanged
-    raise _ConversionError(f"{path}: cannot convert {_show(value)} to {_label(hint)}")
+    raise ConversionError(f"{path}: cannot convert {show(value)} to {qualified_name(hint)}")
 
 
 def _convert_object(cls: type, value: Mapping[str, Any], path: str) -> Any:
-    hints = {f.name: f.hint for f in _class_fields(cls)}
+    hints = {f.name: f.hint for f in class_fields(cls)}
     fields = {
-        key: _convert(hints[key], element, _child_path(path, key)) if key in hints else element
+        key: _convert(hints[key], element, child_path(path, key)) if key in hints else element
         for key, element in value.items()
     }
     if typing.is_typeddict(cls):
@@ -96,7 +94,7 @@ def _convert_object(cls: type, value: Mapping[str, Any], path: str) -> Any:
     try:
         return cls(**fields)
     except Exception as exc:
-        raise _ConversionError(f"{path}: {cls.__qualname__} rejected the value: {_describe(exc)}") from exc
+        raise ConversionError(f"{path}: {cls.__qualname__} rejected the value: {describe(exc)}") from exc
 
 
 @attrs.frozen
@@ -108,8 +106,9 @@ class _Parameter:
 
 
 @attrs.frozen
-class _Binder:
-    """Turns validated JSON arguments into the call's positional and keyword arguments (see the module docstring)."""
+class Binder:
+    """Turns validated JSON arguments into the call's positional and keyword arguments: each value converted to its
+    parameter's hint, an omitted ``X | None`` parameter without a default given ``None``."""
 
     parameters: tuple[_Parameter, ...]
 
@@ -118,8 +117,8 @@ class _Binder:
         keywords: dict[str, Any] = {}
         for param in self.parameters:
             if param.name in arguments:
-                value = _convert(param.hint, arguments[param.name], _child_path("$", param.name))
-            elif param.default is not _EMPTY:
+                value = _convert(param.hint, arguments[param.name], child_path("$", param.name))
+            elif param.default is not EMPTY:
                 if not param.positional_only:
                     continue
                 value = param.default
@@ -132,7 +131,7 @@ class _Binder:
         return positional, keywords
 
 
-def _binder_for(tool: Tool) -> _Binder | None:
+def binder_for(tool: Tool) -> Binder | None:
     """A binder when the tool's schema is the one its hints give; None (pass JSON as keywords) otherwise."""
     try:
         if schema_from_signature(tool.func) != tool.parameters:
@@ -140,7 +139,7 @@ def _binder_for(tool: Tool) -> _Binder | None:
         signature = inspect.signature(tool.func, eval_str=True)
     except (TypeError, ValueError, NameError):
         return None
-    return _Binder(
+    return Binder(
         tuple(
             _Parameter(p.name, p.annotation, p.default, p.kind is p.POSITIONAL_ONLY)
             for p in signature.parameters.values()

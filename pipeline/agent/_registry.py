@@ -34,61 +34,43 @@ schema receives the JSON values as they are, as keyword arguments.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import difflib
-import enum
 import hashlib
 import importlib
 import importlib.util
 import inspect
-import json
 import logging
 import re
 import sys
-import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import attrs
 
-from .._json import loads
-from ._convert import _Binder, _binder_for, _ConversionError
-from ._tool import _F, Tool, ToolResult
-from ._validate import _EXCERPT, _MAX_PROBLEMS, _clip, _describe, _json_type, _safe_repr, _show, _utf8_safe, validate
+from ._call import prepare, result_from_value
+from ._convert import Binder, binder_for
+from ._errors import ToolDefinitionError
+from ._quote import EXCERPT, describe, excerpt, safe_repr, utf8_safe
+from ._tool import Tool, ToolResult
+
+__all__ = ["ToolRegistry"]
 
 _log = logging.getLogger(__name__)
 
-# ---------------------------------------------------------------------------------------------------------------------
-# The registry
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @attrs.frozen
 class _Entry:
     tool: Tool
-    binder: _Binder | None
+    binder: Binder | None
     is_async: bool
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
-
-
-
-
-def _lenient_json_default(value: object) -> object:
-    """A tool's return value as JSON, leniently: enums by value, attrs and dataclass instances as objects, sets as
-    lists, anything else as its text (a tool result is read by a model, not parsed back)."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if attrs.has(type(value)):
-        return attrs.asdict(typing.cast(attrs.AttrsInstance, value), recurse=False)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, set | frozenset):
-        return list(value)
-    return str(value)
 
 
 class ToolRegistry:
@@ -105,12 +87,12 @@ class ToolRegistry:
             self.add(tool)
 
     def add(self, tool: Tool) -> Tool:
-        """Register ``tool``; a second tool with the same name is a ``ValueError``."""
+        """Register ``tool``; a second tool with the same name is a ``ToolDefinitionError`` (a ``ValueError``)."""
         if not isinstance(tool, Tool):
-            raise TypeError(f"expected a Tool, got {tool!r}; use register() for a function")
+            raise ToolDefinitionError(f"expected a Tool, got {tool!r}; use register() for a function")
         if tool.name in self._entries:
-            raise ValueError(f'a tool named "{tool.name}" is already registered')
-        self._entries[tool.name] = _Entry(tool, _binder_for(tool), _is_async(tool.func))
+            raise ToolDefinitionError(f'a tool named "{tool.name}" is already registered')
+        self._entries[tool.name] = _Entry(tool, binder_for(tool), _is_async(tool.func))
         return tool
 
     @overload
@@ -186,7 +168,7 @@ class ToolRegistry:
         as UTF-8 (a lone surrogate, which a model can write as ``"\\ud800"``, becomes the escape ``\\ud800``).
         """
         result = await self._call(name, arguments)
-        text = _utf8_safe(result.text)
+        text = utf8_safe(result.text)
         return result if text is result.text else attrs.evolve(result, text=text)
 
     async def _call(self, name: object, arguments: object) -> ToolResult:
@@ -195,10 +177,10 @@ class ToolRegistry:
             return ToolResult(self._unknown_tool(name), is_error=True)
         tool = entry.tool
         try:
-            prepared = self._prepare(entry, arguments)
+            prepared = prepare(tool, entry.binder, arguments)
         except Exception as exc:  # a malformed explicit schema, say: still a result, never an exception
             _log.debug("checking the arguments of tool %s failed", tool.name, exc_info=True)
-            return ToolResult(f'cannot check the arguments for tool "{tool.name}": {_describe(exc)}', is_error=True)
+            return ToolResult(f'cannot check the arguments for tool "{tool.name}": {describe(exc)}', is_error=True)
         if isinstance(prepared, ToolResult):
             return prepared
         positional, keywords = prepared
@@ -211,8 +193,8 @@ class ToolRegistry:
                 value = await value
         except Exception as exc:
             _log.debug("tool %s failed", tool.name, exc_info=True)
-            return ToolResult(f"tool {tool.name} failed: {_describe(exc)}", is_error=True)
-        return _result_from_value(value)
+            return ToolResult(f"tool {tool.name} failed: {describe(exc)}", is_error=True)
+        return result_from_value(value)
 
     async def call_many(self, calls: Sequence[tuple[str, str]]) -> list[ToolResult]:
         """Run ``(name, arguments)`` calls concurrently; the results are in the order of ``calls``."""
@@ -222,58 +204,40 @@ class ToolRegistry:
         available = ", ".join(self._entries) or "(none)"
         if not isinstance(name, str):
             return (
-                f'unknown tool "{_clip(_safe_repr(name))}" (a tool name is a string, got {type(name).__name__}); '
+                f'unknown tool "{excerpt(safe_repr(name))}" (a tool name is a string, got {type(name).__name__}); '
                 f"available tools: {available}"
             )
-        message = f'unknown tool "{_clip(name)}"; available tools: {available}'
-        close = difflib.get_close_matches(name[: _EXCERPT * 2], list(self._entries), n=1, cutoff=0.8)
+        message = f'unknown tool "{excerpt(name)}"; available tools: {available}'
+        close = difflib.get_close_matches(name[: EXCERPT * 2], list(self._entries), n=1, cutoff=0.8)
         return f'{message} (did you mean "{close[0]}"?)' if close else message
-
-    @staticmethod
-    def _prepare(entry: _Entry, arguments: object) -> ToolResult | tuple[list[Any], dict[str, Any]]:
-        tool = entry.tool
-        parsed = _parse_arguments(tool.name, arguments)
-        if isinstance(parsed, ToolResult):
-            return parsed
-        problems = validate(parsed, tool.parameters)
-        if problems:
-            shown = problems[:_MAX_PROBLEMS]
-            if len(problems) > _MAX_PROBLEMS:
-                shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more")
-            listing = "\n".join(f"- {problem}" for problem in shown)
-            return ToolResult(f'invalid arguments for tool "{tool.name}":\n{listing}', is_error=True)
-        if entry.binder is None:
-            return [], parsed
-        try:
-            return entry.binder.bind(parsed)
-        except _ConversionError as exc:
-            return ToolResult(f'invalid arguments for tool "{tool.name}":\n- {exc}', is_error=True)
 
     @classmethod
     def from_module(cls, module: str | ModuleType) -> ToolRegistry:
         """The tools of a module: a dotted name, a path to a ``.py`` file, or the module itself.
 
         The module exposes either ``TOOLS``, an iterable of functions and ``Tool`` objects (a new registry is
-        built), or ``registry``, a ``ToolRegistry`` (returned as it is). Anything else is a ``ValueError``.
+        built), or ``registry``, a ``ToolRegistry`` (returned as it is). Anything else, and a file or module that
+        cannot be found, is a ``ToolDefinitionError`` (a ``ValueError``); an error the module itself raises while it
+        is imported propagates as it is.
         """
         loaded = module if isinstance(module, ModuleType) else _load_module(module)
         label = f"tool module {loaded.__name__!r}" if isinstance(module, ModuleType) else f"tool module {module!r}"
         has_tools, has_registry = hasattr(loaded, "TOOLS"), hasattr(loaded, "registry")
         if has_tools and has_registry:
-            raise ValueError(f"{label} defines both TOOLS and registry: keep one of them")
+            raise ToolDefinitionError(f"{label} defines both TOOLS and registry: keep one of them")
         if has_registry:
             registry = loaded.registry
             if not isinstance(registry, ToolRegistry):
-                raise ValueError(f"{label}: registry is a {type(registry).__name__}, expected a ToolRegistry")
+                raise ToolDefinitionError(f"{label}: registry is a {type(registry).__name__}, expected a ToolRegistry")
             return registry
         if not has_tools:
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"{label} exposes no tools: define TOOLS (a list of functions or Tool objects) "
                 "or registry (a ToolRegistry)"
             )
         items = loaded.TOOLS
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"{label}: TOOLS is a {type(items).__name__}, expected a list of functions or Tool objects"
             )
         built = cls()
@@ -284,55 +248,24 @@ class ToolRegistry:
                 elif callable(item):
                     built.register(item)
                 else:
-                    raise TypeError(f"{_safe_repr(item)} is a {type(item).__name__}, expected a function or a Tool")
+                    raise ToolDefinitionError(
+                        f"{safe_repr(item)} is a {type(item).__name__}, expected a function or a Tool"
+                    )
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"{label}: TOOLS[{index}]: {exc}") from exc
+                raise ToolDefinitionError(f"{label}: TOOLS[{index}]: {exc}") from exc
         return built
-
-
-def _parse_arguments(tool: str, arguments: object) -> dict[str, Any] | ToolResult:
-    if not isinstance(arguments, str):
-        return ToolResult(
-            f'arguments for tool "{tool}" must be a string of JSON, got {type(arguments).__name__}: '
-            f"{_clip(_safe_repr(arguments))}",
-            is_error=True,
-        )
-    if not arguments.strip():
-        return {}
-    try:
-        value = loads(arguments)
-    except (ValueError, RecursionError) as exc:
-        return ToolResult(
-            f'arguments for tool "{tool}" are not valid JSON ({_describe(exc)}): {_show(arguments)}', is_error=True
-        )
-    if not isinstance(value, dict):
-        return ToolResult(
-            f'arguments for tool "{tool}" must be a JSON object, got {_json_type(value)}: {_show(arguments)}',
-            is_error=True,
-        )
-    return value
-
-
-
-def _result_from_value(value: object) -> ToolResult:
-    if isinstance(value, str):
-        return ToolResult(value)
-    try:
-        return ToolResult(json.dumps(value, ensure_ascii=False, default=_lenient_json_default))
-    except Exception:  # a value json cannot encode (non-string keys of odd types, cycles): its text still helps
-        return ToolResult(_safe_repr(value))
 
 
 def _load_module(spec: str) -> ModuleType:
     if spec.endswith(".py") or "/" in spec or "\\" in spec:
         path = Path(spec).expanduser().resolve()
         if not path.is_file():
-            raise ValueError(f"tool module {spec!r}: no such file")
+            raise ToolDefinitionError(f"tool module {spec!r}: no such file")
         digest = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         name = f"_llm_tools_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
         module_spec = importlib.util.spec_from_file_location(name, path)
         if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"tool module {spec!r}: cannot be loaded as a Python module")
+            raise ToolDefinitionError(f"tool module {spec!r}: cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module  # dataclasses and string annotations look their module up here
         try:
@@ -345,5 +278,5 @@ def _load_module(spec: str) -> ModuleType:
         return importlib.import_module(spec)
     except ModuleNotFoundError as exc:
         if exc.name and (spec == exc.name or spec.startswith(f"{exc.name}.")):
-            raise ValueError(f"tool module {spec!r} cannot be imported: {exc}") from exc
+            raise ToolDefinitionError(f"tool module {spec!r} cannot be imported: {exc}") from exc
         raise  # the module exists but one of its own imports is missing: that error is the useful one

@@ -9,7 +9,6 @@ import dataclasses
 import enum
 import functools
 import inspect
-import logging
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -19,22 +18,32 @@ import attrs
 
 from operators import LlmStreamError
 
-_log = logging.getLogger(__name__)
+from ._errors import ToolDefinitionError
+
+__all__ = [
+    "EMPTY",
+    "NONE_TYPE",
+    "PRIMITIVES",
+    "Field",
+    "JsonSchema",
+    "class_fields",
+    "is_object_class",
+    "is_union",
+    "qualified_name",
+    "schema_from_signature",
+]
 
 JsonSchema: TypeAlias = dict[str, Any]
-_NONE_TYPE = type(None)
-_EMPTY = inspect.Parameter.empty
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Schema derivation
+NONE_TYPE = type(None)
+EMPTY = inspect.Parameter.empty
 
 
 class _UnsupportedHintError(LlmStreamError):
-    """A type hint that has no JSON Schema here."""
+    """A type hint that has no JSON Schema here (``schema_from_signature`` names the parameter and raises a
+    ``ToolDefinitionError``)."""
 
 
-_PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 _SUPPORTED = (
     "str, int, float, bool, None, Any, list[X], Sequence[X], dict[str, X], Mapping[str, X], X | Y, Literal[...], "
@@ -52,32 +61,34 @@ def schema_from_signature(func: Callable[..., Any]) -> JsonSchema:
         Annotated[X, "text"] -> X with a description; Annotated[X, {"minimum": 0}] merges the mapping in
 
     A parameter with a default, or annotated ``X | None``, is not required. ``*args`` / ``**kwargs`` and unsupported
-    hints raise ``TypeError``: pass ``parameters=`` explicitly for those.
+    hints raise ``ToolDefinitionError`` (a ``TypeError``): pass ``parameters=`` explicitly for those.
     """
-    label = _label(func)
+    label = qualified_name(func)
     try:
         signature = inspect.signature(func, eval_str=True)
     except NameError as exc:
-        raise TypeError(f"cannot resolve the type hints of {label}: {exc}; define the types at module level") from exc
+        raise ToolDefinitionError(
+            f"cannot resolve the type hints of {label}: {exc}; define the types at module level"
+        ) from exc
     except ValueError as exc:
-        raise TypeError(f"cannot read the signature of {label}: {exc}; pass parameters= explicitly") from exc
+        raise ToolDefinitionError(f"cannot read the signature of {label}: {exc}; pass parameters= explicitly") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
     for param in signature.parameters.values():
         if param.kind is param.VAR_POSITIONAL or param.kind is param.VAR_KEYWORD:
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
-            raise TypeError(
+            raise ToolDefinitionError(
                 f"{label} takes {star}{param.name}: a tool's arguments are a JSON object with named properties; "
                 "declare each parameter, or pass parameters= explicitly"
             )
-        if param.annotation is _EMPTY:
+        if param.annotation is EMPTY:
             properties[param.name] = {}
         else:
             try:
                 properties[param.name] = _schema_for(param.annotation, frozenset())
             except _UnsupportedHintError as exc:
-                raise TypeError(f"parameter {param.name!r} of {label}: {exc}") from None
-        if param.default is _EMPTY and not _is_optional(param.annotation):
+                raise ToolDefinitionError(f"parameter {param.name!r} of {label}: {exc}") from None
+        if param.default is EMPTY and not _is_optional(param.annotation):
             required.append(param.name)
     schema: JsonSchema = {"type": "object", "properties": properties}
     if required:
@@ -86,7 +97,8 @@ def schema_from_signature(func: Callable[..., Any]) -> JsonSchema:
     return schema
 
 
-def _label(func: object) -> str:
+def qualified_name(func: object) -> str:
+    """How an error names a function: its ``__qualname__``, its ``__name__`` or its repr."""
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
     return name if isinstance(name, str) else repr(func)
 
@@ -103,14 +115,15 @@ def _unwrap(hint: Any) -> Any:
             return hint
 
 
-def _is_union(hint: Any) -> bool:
+def is_union(hint: Any) -> bool:
+    """``X | Y`` or ``Union[X, Y]``."""
     origin = typing.get_origin(hint)
     return origin is Union or origin is types.UnionType
 
 
 def _is_optional(hint: Any) -> bool:
     hint = _unwrap(hint)
-    return _is_union(hint) and any(_unwrap(arg) in (None, _NONE_TYPE) for arg in typing.get_args(hint))
+    return is_union(hint) and any(_unwrap(arg) in (None, NONE_TYPE) for arg in typing.get_args(hint))
 
 
 def _json_literal(value: object) -> object:
@@ -152,11 +165,11 @@ def _schema_for(hint: Any, seen: frozenset[type]) -> JsonSchema:
         return _schema_for(hint.__supertype__, seen)
     if hint is Any or hint is object:
         return {}
-    if hint is None or hint is _NONE_TYPE:
+    if hint is None or hint is NONE_TYPE:
         return {"type": "null"}
-    if hint in _PRIMITIVES:
-        return {"type": _PRIMITIVES[hint]}
-    if _is_union(hint):
+    if hint in PRIMITIVES:
+        return {"type": PRIMITIVES[hint]}
+    if is_union(hint):
         return {"anyOf": [_schema_for(arg, seen) for arg in args]}
     if origin is Literal:
         return _enum_schema([_json_literal(arg) for arg in args])
@@ -176,43 +189,47 @@ def _schema_for(hint: Any, seen: frozenset[type]) -> JsonSchema:
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
             return _enum_schema([_json_literal(member.value) for member in hint])
-        if _is_object_class(hint):
+        if is_object_class(hint):
             return _object_schema(hint, seen)
     raise _UnsupportedHintError(f"unsupported type hint {hint!r}; supported: {_SUPPORTED}")
 
 
-def _is_object_class(cls: type) -> bool:
+def is_object_class(cls: type) -> bool:
+    """A class whose JSON form is an object of its fields: a TypedDict, a dataclass or an attrs class."""
     return typing.is_typeddict(cls) or dataclasses.is_dataclass(cls) or attrs.has(cls)
 
 
 @attrs.frozen
-class _Field:
+class Field:
+    """A field of a TypedDict, dataclass or attrs class, as its JSON object has it."""
+
     name: str  # the JSON property and the keyword argument of the constructor
     hint: Any
     required: bool
 
 
 @functools.cache
-def _class_fields(cls: type) -> tuple[_Field, ...]:
+def class_fields(cls: type) -> tuple[Field, ...]:
+    """The fields of an object class (``is_object_class``) that its constructor takes."""
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except NameError as exc:
         raise _UnsupportedHintError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}") from None
     if typing.is_typeddict(cls):
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
-        return tuple(_Field(key, hint, _typeddict_required(hint, key in required_keys)) for key, hint in hints.items())
+        return tuple(Field(key, hint, _typeddict_required(hint, key in required_keys)) for key, hint in hints.items())
     if dataclasses.is_dataclass(cls):
         return tuple(
-            _Field(
+            Field(
                 f.name,
-                hints.get(f.name, _EMPTY),
+                hints.get(f.name, EMPTY),
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
             )
             for f in dataclasses.fields(cls)
             if f.init
         )
     return tuple(
-        _Field(a.alias or a.name, hints.get(a.name, a.type or _EMPTY), a.default is attrs.NOTHING)
+        Field(a.alias or a.name, hints.get(a.name, a.type or EMPTY), a.default is attrs.NOTHING)
         for a in attrs.fields(cls)
         if a.init
     )
@@ -233,10 +250,10 @@ def _object_schema(cls: type, seen: frozenset[type]) -> JsonSchema:
     if cls in seen:
         raise _UnsupportedHintError(f"{cls.__qualname__} refers to itself; recursive types are not supported")
     seen = seen | {cls}
-    fields = _class_fields(cls)
+    fields = class_fields(cls)
     schema: JsonSchema = {
         "type": "object",
-        "properties": {f.name: {} if f.hint is _EMPTY else _schema_for(f.hint, seen) for f in fields},
+        "properties": {f.name: {} if f.hint is EMPTY else _schema_for(f.hint, seen) for f in fields},
     }
     required = [f.name for f in fields if f.required]
     if required:

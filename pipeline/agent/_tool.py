@@ -5,25 +5,20 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
 import attrs
 
+from ._errors import ToolDefinitionError
 from ._schema import schema_from_signature
 
-_log = logging.getLogger(__name__)
+__all__ = ["Tool", "ToolFunc", "ToolResult"]
 
 ToolFunc: TypeAlias = Callable[..., Awaitable[Any]] | Callable[..., Any]
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Values
 
 
 @attrs.frozen
@@ -36,21 +31,26 @@ class ToolResult:
 
 def _check_name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
-        raise ValueError(
+        raise ToolDefinitionError(
             f"tool name {value!r} is not valid: OpenAI-compatible APIs accept 1 to 64 letters, digits, '_' or '-'"
         )
 
 
 def _check_parameters(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, Mapping) or value.get("type") != "object":
-        raise ValueError(
+        raise ToolDefinitionError(
             f"tool parameters must be a JSON Schema of type 'object' (the arguments are a JSON object), got {value!r}"
         )
 
 
+def _check_description(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        raise ToolDefinitionError(f"a tool's description must be a string, got {type(value).__name__}: {value!r}")
+
+
 def _check_callable(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not callable(value):
-        raise TypeError(f"a tool's func must be callable, got {value!r}")
+        raise ToolDefinitionError(f"a tool's func must be callable, got {value!r}")
 
 
 def _copy_schema(value: object) -> object:
@@ -63,11 +63,11 @@ class Tool:
     """A function the model may call: its name, description, JSON Schema of its arguments, and the callable.
 
     ``func`` may be async or sync (a sync one runs in a worker thread). ``parameters`` is excluded from the hash
-    (it is a dict).
+    (it is a dict). A field the API would refuse raises ``ToolDefinitionError``.
     """
 
     name: str = attrs.field(validator=_check_name)
-    description: str = attrs.field(validator=attrs.validators.instance_of(str))
+    description: str = attrs.field(validator=_check_description)
     parameters: Mapping[str, Any] = attrs.field(converter=_copy_schema, validator=_check_parameters, hash=False)
     func: ToolFunc = attrs.field(validator=_check_callable)
 
@@ -86,11 +86,11 @@ class Tool:
         ``parameters`` to ``schema_from_signature(func)``.
         """
         if not callable(func):
-            raise TypeError(f"a tool must be callable, got {func!r}")
+            raise ToolDefinitionError(f"a tool must be callable, got {func!r}")
         if name is None:
             name = getattr(func, "__name__", None)
             if not isinstance(name, str):
-                raise TypeError(f"{func!r} has no __name__: pass name= explicitly")
+                raise ToolDefinitionError(f"{func!r} has no __name__: pass name= explicitly")
         if description is None:
             description = _first_paragraph(func)
         if parameters is None:

@@ -9,8 +9,8 @@ Per step:
 1. The request carries ``session.messages()`` (the committed history) and the registry's tool schemas.
 2. The response streams through the pipeline with ``retry_when_retryable``. A retried attempt is recorded as
    ``assistant/attempt`` (its chunks, for the record) followed by ``llm/retry``; its partial output and its error text
-   never reach the next request's messages, which are the same messages again (reference R-3, R-15), and its tool
-   calls never run.
+   never reach the next request's messages, which are the same messages again, and its tool calls never run
+   (docs/decisions/0011-session-durability.md).
 3. A successful response is committed as ``assistant/message``; each of its tool calls (identified by construction:
    a ``ToolCallBlock`` cannot exist without a non-empty id and name) is recorded as ``tool/call``, the tools run
    (concurrently when the model asked for several), and each result is recorded as ``tool/result``.
@@ -26,22 +26,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
+from pipeline.compose import Assembler, AssistantMessage
+from pipeline.session import Session
+from pipeline.transport import ChatClient
 
-from ..compose import Assembler, AssistantMessage
-from ..session import Session
-from ..transport import ChatClient
 from ._registry import ToolRegistry
 from ._tool import ToolResult
 
 __all__ = ["TurnEvent", "TurnEventKind", "run_turn", "run_turn_to_end"]
 
-TurnEventKind = Literal[
+TurnEventKind: TypeAlias = Literal[
     "step-start",
     "chunk",
     "attempt-failed",
@@ -52,6 +52,7 @@ TurnEventKind = Literal[
     "step-end",
     "turn-end",
 ]
+"""What happened, as ``TurnEvent.kind`` says it; ``TurnEvent``'s docstring says what ``data`` holds for each."""
 
 
 @attrs.frozen
@@ -127,7 +128,8 @@ async def run_turn(
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     if session.state.open_turn is not None:
-        # A crash interrupted the last turn: close it first (P3: only the missing closers, nothing is re-run).
+        # A crash interrupted the last turn: close it first, with only the missing closers and without re-running
+        # anything (cold recovery, docs/decisions/0011-session-durability.md).
         session.recover()
     turn = session.next_turn()
     session.append_user_message(user_message)
@@ -210,4 +212,3 @@ async def run_turn_to_end(
 ) -> list[TurnEvent]:
     """Runs a turn and returns all its events (convenience for scripts and tests)."""
     return [event async for event in run_turn(client, session, registry, user_message, **kwargs)]
-

@@ -1,10 +1,9 @@
 """``validate``: the JSON Schema subset the registry derives and accepts, checked with messages a model can act on;
-and the helpers that quote a bad value back to the model."""
+and the JSON notions it rests on (a value's JSON type, JSON equality, the path of a property), which the argument
+conversion shares."""
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import operator
 import re
@@ -12,17 +11,12 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import clip, is_json_number
+from .._json import is_json_number
+from ._quote import show
 
-_log = logging.getLogger(__name__)
+__all__ = ["child_path", "is_type", "json_equal", "json_type", "validate"]
 
-_EXCERPT = 200  # characters of a bad value quoted back to the model
-_MAX_PROBLEMS = 20  # schema problems listed in one ToolResult
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Validation
 
 
 def validate(instance: object, schema: Mapping[str, Any]) -> list[str]:
@@ -48,13 +42,13 @@ def _validate(instance: object, schema: object, path: str, out: list[str]) -> No
     if not isinstance(schema, Mapping):
         return
     names = _type_names(schema)
-    if names and not any(_is_type(instance, name) for name in names):
-        out.append(f"{path}: expected {' or '.join(names)}, got {_json_type(instance)}")
+    if names and not any(is_type(instance, name) for name in names):
+        out.append(f"{path}: expected {' or '.join(names)}, got {json_type(instance)}")
         return
     allowed = schema.get("enum")
-    if isinstance(allowed, list) and not any(_json_equal(instance, value) for value in allowed):
-        choices = ", ".join(_show(value) for value in allowed)
-        out.append(f"{path}: expected one of {choices}, got {_show(instance)}")
+    if isinstance(allowed, list) and not any(json_equal(instance, value) for value in allowed):
+        choices = ", ".join(show(value) for value in allowed)
+        out.append(f"{path}: expected one of {choices}, got {show(instance)}")
     for keyword in ("anyOf", "oneOf"):
         branches = schema.get(keyword)
         if isinstance(branches, list) and branches:
@@ -86,8 +80,8 @@ def _type_names(schema: Mapping[str, Any]) -> list[str]:
     return []
 
 
-
-def _is_type(value: object, name: str) -> bool:
+def is_type(value: object, name: str) -> bool:
+    """Whether ``value`` has the JSON type ``name`` (``integer`` accepts 3 and 3.0, never ``True`` or 1.5)."""
     if name == "null":
         return value is None
     if name == "boolean":
@@ -107,9 +101,10 @@ def _is_type(value: object, name: str) -> bool:
     return True  # an unknown type name constrains nothing
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON type name of ``value`` as an error message says it (``integer`` for 3, ``number`` for 1.5)."""
     for name in ("null", "boolean", "string", "array", "object"):
-        if _is_type(value, name):
+        if is_type(value, name):
             return name
     if isinstance(value, int):
         return "integer"
@@ -118,15 +113,16 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _json_equal(a: object, b: object) -> bool:
+def json_equal(a: object, b: object) -> bool:
+    """Equality as JSON sees it: ``1 == 1.0``, but ``True`` is neither ``1`` nor ``"1"``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if is_json_number(a) and is_json_number(b):
         return a == b
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[key], b[key]) for key in a)
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
     if is_json_number(a) or is_json_number(b):
         return False
     return bool(a == b)
@@ -150,7 +146,7 @@ def _validate_alternatives(instance: object, branches: list[Any], keyword: str, 
         for branch, problems in zip(branches, results, strict=True)
         if not isinstance(branch, Mapping)
         or not _type_names(branch)
-        or any(_is_type(instance, name) for name in _type_names(branch))
+        or any(is_type(instance, name) for name in _type_names(branch))
     ]
     if admitting:
         fewest: list[str] = min(admitting, key=len)
@@ -159,7 +155,7 @@ def _validate_alternatives(instance: object, branches: list[Any], keyword: str, 
     names: list[str] = []
     for branch in branches:
         names.extend(name for name in _type_names(branch) if name not in names)
-    out.append(f"{path}: expected {' or '.join(names)}, got {_json_type(instance)}")
+    out.append(f"{path}: expected {' or '.join(names)}, got {json_type(instance)}")
 
 
 def _bound(schema: Mapping[str, Any], keyword: str) -> float | None:
@@ -177,7 +173,7 @@ def _validate_number(value: float, schema: Mapping[str, Any], path: str, out: li
     for keyword, relation, holds in checks:
         bound = _bound(schema, keyword)
         if bound is not None and not holds(value, bound):
-            out.append(f"{path}: expected a number {relation} {bound}, got {_show(value)}")
+            out.append(f"{path}: expected a number {relation} {bound}, got {show(value)}")
 
 
 def _validate_size(
@@ -198,62 +194,20 @@ def _validate_object(instance: Mapping[Any, Any], schema: Mapping[str, Any], pat
     if isinstance(required, list):
         for name in required:
             if isinstance(name, str) and name not in instance:
-                out.append(f"{path}: missing required property {_show(name)}")
+                out.append(f"{path}: missing required property {show(name)}")
     additional = schema.get("additionalProperties", True)
     for key, value in instance.items():
         if key in properties:
-            _validate(value, properties[key], _child_path(path, key), out)
+            _validate(value, properties[key], child_path(path, key), out)
         elif additional is False:
             allowed = f" (allowed: {', '.join(str(name) for name in properties)})" if properties else ""
-            out.append(f"{path}: unexpected property {_show(key)}{allowed}")
+            out.append(f"{path}: unexpected property {show(key)}{allowed}")
         elif isinstance(additional, Mapping):
-            _validate(value, additional, _child_path(path, key), out)
+            _validate(value, additional, child_path(path, key), out)
 
 
-def _child_path(path: str, key: object) -> str:
+def child_path(path: str, key: object) -> str:
+    """The JSON path of a property: ``$.city``, or ``$["not an identifier"]``."""
     if isinstance(key, str) and _IDENTIFIER_RE.fullmatch(key):
         return f"{path}.{key}"
-    return f"{path}[{_show(key)}]"
-
-
-def _clip(text: str) -> str:
-    """At most ``_EXCERPT`` characters, always encodable as UTF-8."""
-    return _utf8_safe(clip(text, _EXCERPT))
-
-
-def _utf8_safe(text: str) -> str:
-    """``text`` unchanged, unless it holds a lone surrogate: that becomes its escape (``\\ud800``)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _show(value: object) -> str:
-    """``value`` as JSON (or repr), clipped: how a bad value is quoted back to the model."""
-    if isinstance(value, str):  # the first characters, quoted (not the quoted text, clipped)
-        quoted = json.dumps(value[:_EXCERPT], ensure_ascii=False)
-        if len(value) > _EXCERPT:
-            quoted = f"{quoted}… ({len(value)} characters)"
-        return _utf8_safe(quoted)
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except Exception:
-        text = _safe_repr(value)
-    return _clip(text)
-
-
-def _safe_repr(value: object) -> str:
-    try:
-        return repr(value)
-    except Exception:
-        return f"<{type(value).__name__} object>"
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception:
-        message = ""
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"{path}[{show(key)}]"
