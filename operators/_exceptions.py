@@ -7,6 +7,8 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
     ├── RetryPolicyError (ValueError) ...... operators: a retry policy or its configuration breaks a rule
     ├── ConfigError (ValueError) ........... pipeline.transport: a client setting is out of range
     ├── CliError ........................... pipeline.cli: a usage or input error, exit status 2
+    ├── ToolDefinitionError (TypeError, ValueError)  pipeline.agent: a tool, signature or tools module the registry
+    │                                        cannot use
     ├── StreamFailure ...................... operators.extend: a signal a source sends through on_error (never raised
     │                                        to the caller: it becomes an error finish)
     ├── (private) ........................... pipeline.agent's hint and conversion errors, pipeline.emulator's
@@ -20,7 +22,7 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
     Warnings (not exceptions): SessionTornTailWarning (UserWarning), a torn last line was set aside.
 
 A failed *response* is never raised: it is an error ``Finish`` in the chunk stream (``operators.Code`` lists the
-codes). A bad tool definition raises the built-in ``TypeError`` / ``ValueError`` it always did.
+codes).
 """
 
 from __future__ import annotations

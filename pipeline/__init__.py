@@ -14,7 +14,16 @@
 
 from operators import LlmStreamError, RetryPolicy
 
-from .agent import Tool, ToolRegistry, ToolResult, TurnEvent, TurnEventKind, run_turn, run_turn_to_end
+from .agent import (
+    Tool,
+    ToolDefinitionError,
+    ToolRegistry,
+    ToolResult,
+    TurnEvent,
+    TurnEventKind,
+    run_turn,
+    run_turn_to_end,
+)
 from .compose import (
     Assembler,
     AssistantMessage,
@@ -66,6 +75,7 @@ __all__ = [
     "SessionValidationError",
     "SessionWriteError",
     "Tool",
+    "ToolDefinitionError",
     "ToolRegistry",
     "ToolResult",
     "TurnEvent",

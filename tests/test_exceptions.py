@@ -52,7 +52,12 @@ def test_every_exception_class_derives_from_the_root(cls: type[BaseException]) -
 
 @pytest.mark.parametrize(
     ("cls", "builtin"),
-    [(operators.RetryPolicyError, ValueError), (pipeline.ConfigError, ValueError)],
+    [
+        (operators.RetryPolicyError, ValueError),
+        (pipeline.ConfigError, ValueError),
+        (pipeline.ToolDefinitionError, TypeError),
+        (pipeline.ToolDefinitionError, ValueError),
+    ],
 )
 def test_the_root_keeps_the_builtin_bases_callers_catch(cls: type[BaseException], builtin: type[BaseException]) -> None:
     assert issubclass(cls, LlmStreamError)
