@@ -81,6 +81,7 @@ from ._close_on_done import close_on_done
 from ._coalesce_identity import coalesce_identity
 from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
+from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
@@ -89,6 +90,7 @@ from ._stage import Batch, Operator
 
 __all__ = [
     "CODES",
+    "DEFAULT_LIMITS",
     "DEFAULT_RETRYABLE_CODES",
     "Anomaly",
     "Batch",
@@ -102,6 +104,7 @@ __all__ = [
     "Finish",
     "FinishKind",
     "FinishReason",
+    "Limits",
     "LlmStreamError",
     "Operator",
     "ReasoningBlock",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._chunks import Anomaly, ToolCallDelta
+from ._limits import DEFAULT_LIMITS, Limits
 from ._signals import Done, Rule, Signal, ToolCallState, ToolFragment
 from ._stage import BaseStage, Batch, stage_operator
 
@@ -39,7 +40,8 @@ class _Arguments:
 
 
 class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.finished = False
         self.calls: dict[int, _Arguments] = {}
 
@@ -76,6 +78,8 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
         return ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments)
 
 
-def accumulate_arguments() -> Rule:
-    """Tool fragments to ``tool-call-delta`` chunks, and each call's arguments at ``Done``."""
-    return stage_operator(_AccumulateArguments)
+def accumulate_arguments(limits: Limits | None = None) -> Rule:
+    """Tool fragments to ``tool-call-delta`` chunks, and each call's arguments at ``Done``.
+    ``limits.max_arguments_bytes`` bounds one call's arguments, ``limits.max_tool_calls`` the calls."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return stage_operator(lambda: _AccumulateArguments(chosen))

@@ -38,6 +38,7 @@ from ._chunks import (
     UsageChunk,
 )
 from ._codes import Code
+from ._limits import DEFAULT_LIMITS, Limits
 from ._signals import Done, FinishSeen, Halt, PendingFinish, Rule, Signal, StreamFailure, ToolCallState, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 
@@ -55,7 +56,8 @@ def describe_missing_identity(calls: list[ToolCallState]) -> str:
 
 
 class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.finished = False
         self.blocks: list[BlockStart] = []
         self.texts = BlockTexts()
@@ -128,6 +130,8 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         return True
 
 
-def close_on_done() -> Rule:
-    """Holds block-ends, usage and the finish until ``Done``; refuses unidentified tool calls."""
-    return stage_operator(_CloseOnDone)
+def close_on_done(limits: Limits | None = None) -> Rule:
+    """Holds block-ends, usage and the finish until ``Done``; refuses unidentified tool calls.
+    ``limits.max_text_bytes`` bounds the text and reasoning of the response."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return stage_operator(lambda: _CloseOnDone(chosen))

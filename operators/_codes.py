@@ -19,6 +19,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
         ├── CONTEXT_WINDOW_EXCEEDED HTTP 400 with context-overflow wording
         ├── HTTP_<status> ......... any other non-2xx status
         ├── MALFORMED_RESPONSE .... a payload that is not JSON or has the wrong shape; a non-SSE 2xx body
+        ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, arguments, text, calls, error body)
         ├── CONTENT_FILTER ........ finish_reason "content_filter"
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
         ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
@@ -52,6 +53,7 @@ class Code(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
     MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
     CONTENT_FILTER = "CONTENT_FILTER"
     REFUSAL = "REFUSAL"
     ABORTED = "ABORTED"
@@ -90,6 +92,11 @@ _ROWS = (
     CodeInfo(Code.MALFORMED_RESPONSE,
         False,
         "a payload that is not JSON or has the wrong shape (parse_sse); a 2xx body that is not SSE",
+    ),
+    CodeInfo(Code.LIMIT_EXCEEDED,
+        False,
+        "one SSE line or event, one call's arguments, the response's text, its tool calls or an error body crossed "
+        "its Limits value; the message names the limit and the value",
     ),
     CodeInfo(Code.CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
     CodeInfo(Code.REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),

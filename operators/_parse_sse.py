@@ -28,6 +28,7 @@ import json
 from ._chunks import Anomaly, Failure
 from ._codes import Code
 from ._errors import classify_inband_error
+from ._limits import DEFAULT_LIMITS, Limits
 from ._signals import Done, Halt, Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
 from ._wire import UNSET, DecodeError, decode_chunk
@@ -45,7 +46,8 @@ def _quote(payload: bytes, limit: int = 120) -> str:
 class _ParseSse(BaseStage[bytes, Signal]):
     __slots__ = ("at_start", "data", "event", "finished", "pending_cr", "rest", "saw_finish")
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.rest = b""
         self.at_start = True
         self.pending_cr = False
@@ -159,7 +161,9 @@ class _ParseSse(BaseStage[bytes, Signal]):
             out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
 
 
-def parse_sse() -> Operator[bytes, Batch[Signal]]:
-    """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``."""
-    return stage_operator(_ParseSse, accepts=(bytes, bytearray, memoryview))
+def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+    """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
+    ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return stage_operator(lambda: _ParseSse(chosen), accepts=(bytes, bytearray, memoryview))
 

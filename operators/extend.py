@@ -19,6 +19,7 @@ from ._block_texts import BlockTexts
 from ._chunks import CHUNK_TYPES
 from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
 from ._items import filter_items, map_items
+from ._limits import limit_exceeded
 from ._signals import (
     Done,
     FinishSeen,
@@ -55,6 +56,7 @@ __all__ = [
     "classify_http_error",
     "classify_inband_error",
     "filter_items",
+    "limit_exceeded",
     "map_items",
     "parse_retry_after",
     "request_id_from",

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterab
 
 from reactivex.subject import Subject
 
-from operators import Chunk, Rule
+from operators import Chunk, Limits, Rule
 
 from ._sources import ByteSource, pieces_of
 from ._translate import translate
@@ -33,6 +33,7 @@ async def stream(
     *,
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
+    limits: Limits | None = None,
 ) -> AsyncIterator[Chunk]:
     """``async for chunk in stream(source)``: the same chunks as ``translate``, read at the caller's pace.
 
@@ -47,7 +48,7 @@ async def stream(
         nonlocal ended
         ended = True
 
-    subscription = translate(subject, anomalies=anomalies, rules=rules).subscribe(
+    subscription = translate(subject, anomalies=anomalies, rules=rules, limits=limits).subscribe(
         on_next=ready.append, on_completed=on_completed
     )
     pieces = _aiter_pieces(source)

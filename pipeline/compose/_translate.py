@@ -24,6 +24,7 @@ from operators import (
     Code,
     Finish,
     FinishReason,
+    Limits,
     Rule,
     Signal,
     accumulate_arguments,
@@ -39,10 +40,11 @@ from ._sources import ByteSource, bytes_source
 __all__ = ["apply", "collect", "protocol_rules", "to_chunks", "translate", "translate_batches"]
 
 
-def protocol_rules() -> list[Rule]:
+def protocol_rules(limits: Limits | None = None) -> list[Rule]:
     """The rules after ``parse_sse``, in order, fresh: ``coalesce_identity -> accumulate_arguments -> close_on_done ->
-    classify_finish``. Insert a custom operator anywhere; each passes on what it does not understand."""
-    return [coalesce_identity(), accumulate_arguments(), close_on_done(), classify_finish()]
+    classify_finish``. Insert a custom operator anywhere; each passes on what it does not understand. ``limits``
+    (default ``Limits()``) bounds the arguments, the tool calls and the text of a response."""
+    return [coalesce_identity(), accumulate_arguments(limits), close_on_done(limits), classify_finish()]
 
 
 def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
@@ -96,16 +98,20 @@ def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Obser
     return observable
 
 
-def _parsed(source: ByteSource | Observable[bytes]) -> Observable[Batch[Signal]]:
+def _parsed(source: ByteSource | Observable[bytes], limits: Limits | None) -> Observable[Batch[Signal]]:
     observable = source if isinstance(source, Observable) else bytes_source(source)
-    return parse_sse()(observable)
+    return parse_sse(limits)(observable)
 
 
 def translate_batches(
-    source: ByteSource | Observable[bytes], *, rules: Iterable[Rule] | None = None
+    source: ByteSource | Observable[bytes],
+    *,
+    rules: Iterable[Rule] | None = None,
+    limits: Limits | None = None,
 ) -> Observable[Batch[Signal]]:
-    """``parse_sse`` and the rules over a byte source, as batches (to compose further rules after them)."""
-    return apply(_parsed(source), protocol_rules() if rules is None else rules)
+    """``parse_sse`` and the rules over a byte source, as batches (to compose further rules after them). ``limits``
+    goes to ``parse_sse`` and, when ``rules`` is not given, to ``protocol_rules``."""
+    return apply(_parsed(source, limits), protocol_rules(limits) if rules is None else rules)
 
 
 def translate(
@@ -113,9 +119,11 @@ def translate(
     *,
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
+    limits: Limits | None = None,
 ) -> Observable[Chunk]:
-    """Bytes (or a path, an iterable of bytes, an Observable of bytes) to an ``Observable[Chunk]``."""
-    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules))
+    """Bytes (or a path, an iterable of bytes, an Observable of bytes) to an ``Observable[Chunk]``. ``limits``
+    (default ``Limits()``) bounds what one response may carry (``LIMIT_EXCEEDED``)."""
+    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits))
 
 
 def collect(
@@ -123,8 +131,9 @@ def collect(
     *,
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
+    limits: Limits | None = None,
 ) -> list[Chunk]:
     """Every chunk of a synchronous source, as a list."""
     out: list[Chunk] = []
-    translate(source, anomalies=anomalies, rules=rules).subscribe(on_next=out.append)
+    translate(source, anomalies=anomalies, rules=rules, limits=limits).subscribe(on_next=out.append)
     return out

@@ -25,7 +25,19 @@ import httpx
 import reactivex as rx
 from reactivex import Observable, abc
 
-from operators import Batch, Chunk, Code, Failure, Finish, FinishReason, RetryPolicy, Rule, Signal, retry_when_retryable
+from operators import (
+    Batch,
+    Chunk,
+    Code,
+    Failure,
+    Finish,
+    FinishReason,
+    Limits,
+    RetryPolicy,
+    Rule,
+    Signal,
+    retry_when_retryable,
+)
 from pipeline.compose import Assembler, AssistantMessage, apply, to_chunks, translate_batches
 
 from ._config import ClientConfig
@@ -51,12 +63,19 @@ class ChatClient:
         api_key: str | None = None,
         http_client: httpx.AsyncClient | None = None,
         idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+        limits: Limits | None = None,
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
         config: ClientConfig | None = None,
     ) -> None:
         self.config = config or ClientConfig.resolve(
-            base_url=base_url, model=model, api_key=api_key, idle_timeout=idle_timeout
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            idle_timeout=idle_timeout,
+            total_timeout=total_timeout,
+            limits=limits,
         )
         self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy()
         self.headers = dict(headers or {})
@@ -131,7 +150,7 @@ class ChatClient:
     ) -> Observable[Batch[Signal]]:
         """One attempt per subscription: the response through ``parse_sse`` and ``rules`` (default
         ``protocol_rules()``), as batches."""
-        return translate_batches(self.response(body, pace=pace), rules=rules)
+        return translate_batches(self.response(body, pace=pace), rules=rules, limits=self.config.limits)
 
     def chunks(
         self,

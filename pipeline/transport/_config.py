@@ -9,12 +9,16 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from operators import LlmStreamError
+from operators import DEFAULT_LIMITS, Limits, LlmStreamError
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "ClientConfig", "ConfigError", "is_loopback"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_TOTAL_TIMEOUT", "ClientConfig", "ConfigError", "is_loopback"]
 
 DEFAULT_IDLE_TIMEOUT = 300.0
-"""Seconds without a byte (or a comment) before an attempt fails with ``TIMEOUT``."""
+"""Seconds without a byte (or a comment) before an attempt fails with ``TIMEOUT``; covers connecting, the status
+line, the headers and every body read."""
+
+DEFAULT_TOTAL_TIMEOUT = 600.0
+"""Seconds one attempt may take from the request to the last byte before it fails with ``TIMEOUT``."""
 
 _KNOWN_HOSTS = {
     "api.deepseek.com": ("DEEPSEEK_API_KEY", "deepseek-chat"),
@@ -46,6 +50,8 @@ class ClientConfig:
     api_key: str | None = attrs.field(default=None, repr=False)
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     connect_timeout: float = 30.0
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
+    limits: Limits = DEFAULT_LIMITS
 
     @classmethod
     def resolve(
@@ -55,6 +61,8 @@ class ClientConfig:
         model: str | None = None,
         api_key: str | None = None,
         idle_timeout: float | None = None,
+        total_timeout: float | None = None,
+        limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ClientConfig:
         """Arguments first, then ``LLM_STREAM_BASE_URL`` / ``LLM_STREAM_API_KEY`` / ``LLM_STREAM_MODEL``, then
@@ -77,4 +85,6 @@ class ClientConfig:
             model=chosen_model,
             api_key=key or None,
             idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout,
+            total_timeout=DEFAULT_TOTAL_TIMEOUT if total_timeout is None else total_timeout,
+            limits=DEFAULT_LIMITS if limits is None else limits,
         )
