@@ -92,9 +92,16 @@ async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: Too
     if registry is None:
         registry = ToolRegistry()
     path = Path(args.session) if args.session else None
+    # without --session the tool loop still needs a log: one in a temporary directory, removed after the turn
+    scratch = tempfile.TemporaryDirectory(prefix="llm-stream-") if path is None else None
     try:
-        session = Session.open(path) if path is not None else _memory_session()
+        if scratch is not None:
+            session = Session.open(Path(scratch.name) / "session.jsonl", fsync=False)
+        else:
+            session = Session.open(args.session)
     except SessionError as exc:
+        if scratch is not None:
+            scratch.cleanup()
         raise CliError(str(exc)) from exc
     printer = Printer(sys.stdout, mode=mode)
     try:
@@ -114,13 +121,11 @@ async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: Too
         raise CliError(str(exc)) from exc
     finally:
         session.close()
+        if scratch is not None:
+            scratch.cleanup()  # a turn without --session leaves no session file behind
     if mode == "assembled":
         printer.summary()
     elif mode == "text" and path is not None:
         sys.stdout.write(f"session: {path} ({len(session.events)} events)\n")
     return EXIT_OK
 
-
-def _memory_session() -> Session:
-    """A session in a fresh temporary directory, without fsync: the tool loop needs a log even when none is kept."""
-    return Session.open(Path(tempfile.mkdtemp(prefix="llm-stream-")) / "session.jsonl", fsync=False)

@@ -163,14 +163,18 @@ class ChatClient:
         pace: Pace | None = None,
     ) -> Observable[Chunk]:
         """The whole chain as an Observable of chunks: attempts (``rules`` on each), then ``retry_when_retryable``.
-        Compose post-retry processing on the result with ordinary reactivex operators."""
+        Compose post-retry processing on the result with ordinary reactivex operators. The API key is redacted from
+        every chunk (``redact_key``, docs/decisions/0015-redaction.md)."""
+        from ._redact import redact_key  # here, not at the top, to keep this change inside chunks()
+
         chain: list[Rule] = []
         if retry is not False:
             policy = retry if isinstance(retry, RetryPolicy) else self.retry_policy
             chain.append(retry_when_retryable(policy, scheduler=scheduler))
         attempts = self.attempts(body, rules=rules, pace=pace)
         chunks: Observable[Chunk] = to_chunks(anomalies=anomalies)(apply(attempts, chain))
-        return chunks
+        # last, so stream(), complete(), run_turn and the session see only chunks without the key
+        return redact_key(self.config.api_key)(chunks)
 
     async def stream(
         self,

@@ -1,0 +1,227 @@
+"""``redact_key(api_key)``: a chunk operator that keeps the API key out of everything a server can make us say.
+
+A gateway can echo the key anywhere ("Incorrect API key provided: sk-..."): in an error message, a quoted payload,
+a ``finish_reason`` (which becomes an upper-cased code), a refusal, a ``request_id``, text, reasoning, a tool call's
+id, name or arguments, an anomaly's detail. ``ChatClient.chunks()`` ends with this operator, so ``stream()``,
+``complete()``, ``run_turn``, the session log and the CLI only ever see redacted chunks::
+
+    text-delta "key is sk-ab"   text-delta "c123456 ok"   block-end "key is sk-abc123456 ok"
+    --------------------------------------------------------------------------------------->
+    text-delta "key is "        text-delta "[redacted] ok"  block-end "key is [redacted] ok"
+
+Two kinds of field:
+
+- *streamed* text (``text``, reasoning, tool-call ``arguments_delta``) is redacted across deltas: a tail that could
+  be the start of the key is held back until the next delta of the same block shows whether it is (then it is
+  replaced) or is not (then it is emitted); the block's end, a ``finish``, a ``retry`` or the end of the stream emits
+  what is held. Only the exact key is replaced there, so the deltas always join to the block-end's text.
+- *whole* strings (failure ``message``, ``code``, ``request_id``, anomaly ``kind`` / ``detail``, tool-call ``id`` and
+  ``name``) lose the key in any letter case, its upper-cased code form (``SK_PROJ_...``, what an unknown
+  ``finish_reason`` becomes), and a cut-off start of the key (8 characters or more) at the end of a quote.
+
+A key shorter than ``MIN_SECRET_CHARS`` (8) is not redacted: it is no secret worth the name, and replacing a one-letter
+key would rewrite every word that contains the letter. See docs/decisions/0015-redaction.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import attrs
+from reactivex import Observable, abc
+from reactivex.disposable import SingleAssignmentDisposable
+
+from operators import (
+    Anomaly,
+    BlockEnd,
+    Chunk,
+    Failure,
+    Finish,
+    ReasoningBlock,
+    ReasoningDelta,
+    Retry,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact_key", "redact_text"]
+
+REDACTED = "[redacted]"
+REDACTED_CODE = "REDACTED"
+MIN_SECRET_CHARS = 8
+
+Streamed = TextDelta | ReasoningDelta | ToolCallDelta
+
+
+def _code_form(key: str) -> str:
+    """What ``classify_finish`` makes of a ``finish_reason`` equal to the key."""
+    return re.sub(r"[^A-Z0-9]+", "_", key.upper()).strip("_")
+
+
+class _Secret:
+    """The key and the forms it can take in a whole string."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        forms = sorted({key, key.upper(), _code_form(key)} - {""}, key=len, reverse=True)
+        self.pattern = re.compile("|".join(re.escape(form) for form in forms), re.IGNORECASE)
+        self.cut = (
+            re.compile(
+                "(?:" + "|".join(re.escape(key[:n]) for n in range(len(key) - 1, MIN_SECRET_CHARS - 1, -1)) + ")…?$",
+                re.IGNORECASE,
+            )
+            if len(key) > MIN_SECRET_CHARS
+            else None
+        )
+
+    def whole(self, text: str, replacement: str = REDACTED) -> str:
+        text = self.pattern.sub(replacement, text)
+        if self.cut is not None:
+            text = self.cut.sub(replacement, text)
+        return text
+
+    def split(self, text: str) -> tuple[str, str]:
+        """``(emit, hold)``: the exact key replaced; ``hold`` the longest tail that could begin the key."""
+        parts = text.split(self.key)
+        last = parts[-1]
+        hold = 0
+        for n in range(min(len(self.key) - 1, len(last)), 0, -1):
+            if last.endswith(self.key[:n]):
+                hold = n
+                break
+        parts[-1] = last[: len(last) - hold]
+        return REDACTED.join(parts), last[len(last) - hold :]
+
+
+def redact_text(text: str, api_key: str | None) -> str:
+    """``text`` as a whole string with ``api_key`` redacted (unchanged when the key is None or too short)."""
+    if not api_key or len(api_key) < MIN_SECRET_CHARS:
+        return text
+    return _Secret(api_key).whole(text)
+
+
+class _Redactor:
+    """Per-subscription state: the held-back tail of each streamed block, by index."""
+
+    def __init__(self, secret: _Secret) -> None:
+        self.secret = secret
+        self.held: dict[int, tuple[Streamed, str]] = {}
+
+    def failure(self, failure: Failure) -> Failure:
+        whole = self.secret.whole
+        return attrs.evolve(
+            failure,
+            code=whole(failure.code, REDACTED_CODE),
+            message=whole(failure.message),
+            request_id=whole(failure.request_id) if failure.request_id is not None else None,
+        )
+
+    def identity(self, delta: ToolCallDelta) -> ToolCallDelta:
+        whole = self.secret.whole
+        name = whole(delta.name) if delta.name is not None else None
+        return attrs.evolve(delta, id=whole(delta.id), name=name)
+
+    def streamed(self, chunk: Streamed, out: list[Chunk]) -> None:
+        if isinstance(chunk, ToolCallDelta):
+            chunk = self.identity(chunk)
+            text = chunk.arguments_delta
+        else:
+            text = chunk.text
+        previous = self.held.pop(chunk.index, None)
+        emit, hold = self.secret.split((previous[1] if previous else "") + text)
+        if hold:
+            self.held[chunk.index] = (chunk, hold)
+        if isinstance(chunk, ToolCallDelta):
+            out.append(attrs.evolve(chunk, arguments_delta=emit))
+        elif emit:
+            out.append(attrs.evolve(chunk, text=emit))
+
+    def release(self, index: int, out: list[Chunk]) -> None:
+        held = self.held.pop(index, None)
+        if held is None:
+            return
+        template, text = held
+        if isinstance(template, ToolCallDelta):
+            out.append(attrs.evolve(template, arguments_delta=text))
+        else:
+            out.append(attrs.evolve(template, text=text))
+
+    def release_all(self, out: list[Chunk]) -> None:
+        for index in list(self.held):
+            self.release(index, out)
+
+    def block_end(self, chunk: BlockEnd) -> BlockEnd:
+        block = chunk.block
+        exact = REDACTED.join
+        if isinstance(block, ToolCallBlock):
+            whole = self.secret.whole
+            redacted: TextBlock | ReasoningBlock | ToolCallBlock = ToolCallBlock(
+                whole(block.id), whole(block.name), exact(block.arguments.split(self.secret.key))
+            )
+        else:
+            redacted = attrs.evolve(block, text=exact(block.text.split(self.secret.key)))
+        return attrs.evolve(chunk, block=redacted)
+
+    def on_chunk(self, chunk: Chunk, out: list[Chunk]) -> None:
+        if isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
+            self.streamed(chunk, out)
+        elif isinstance(chunk, BlockEnd):
+            self.release(chunk.index, out)
+            out.append(self.block_end(chunk))
+        elif isinstance(chunk, Finish):
+            self.release_all(out)
+            failure = chunk.reason.failure
+            out.append(chunk if failure is None else Finish(attrs.evolve(chunk.reason, failure=self.failure(failure))))
+        elif isinstance(chunk, Retry):
+            self.release_all(out)
+            out.append(attrs.evolve(chunk, failure=self.failure(chunk.failure)))
+        elif isinstance(chunk, Anomaly):
+            out.append(attrs.evolve(chunk, kind=self.secret.whole(chunk.kind), detail=self.secret.whole(chunk.detail)))
+        else:
+            out.append(chunk)
+
+
+def redact_key(api_key: str | None) -> Callable[[Observable[Chunk]], Observable[Chunk]]:
+    """A chunk operator removing ``api_key`` from every string field of every chunk (identity for no key or a key
+    shorter than ``MIN_SECRET_CHARS``). State is per subscription; no I/O."""
+    if not api_key or len(api_key) < MIN_SECRET_CHARS:
+        return lambda source: source
+    secret = _Secret(api_key)
+
+    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
+        def subscribe(
+            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            state = _Redactor(secret)
+
+            def emit(out: list[Chunk]) -> None:
+                for item in out:
+                    observer.on_next(item)
+
+            def on_next(chunk: Chunk) -> None:
+                out: list[Chunk] = []
+                state.on_chunk(chunk, out)
+                emit(out)
+
+            def on_error(error: Exception) -> None:
+                out: list[Chunk] = []
+                state.release_all(out)
+                emit(out)
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                out: list[Chunk] = []
+                state.release_all(out)
+                emit(out)
+                observer.on_completed()
+
+            subscription = SingleAssignmentDisposable()
+            subscription.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            return subscription
+
+        return Observable(subscribe)
+
+    return operator
