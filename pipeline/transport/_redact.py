@@ -17,7 +17,7 @@ Two kinds of field:
   what is held. Only the exact key is replaced there, so the deltas always join to the block-end's text.
 - *whole* strings (failure ``message``, ``code``, ``request_id``, anomaly ``kind`` / ``detail``, tool-call ``id`` and
   ``name``) lose the key in any letter case, its upper-cased code form (``SK_PROJ_...``, what an unknown
-  ``finish_reason`` becomes), and a cut-off start of the key (8 characters or more) at the end of a quote.
+  ``finish_reason`` becomes), and any start of the key 8 characters or longer (a quote cut in the middle of it).
 
 A key shorter than ``MIN_SECRET_CHARS`` (8) is not redacted: it is no secret worth the name, and replacing a one-letter
 key would rewrite every word that contains the letter. See docs/decisions/0015-redaction.md.
@@ -61,26 +61,36 @@ def _code_form(key: str) -> str:
     return re.sub(r"[^A-Z0-9]+", "_", key.upper()).strip("_")
 
 
+def _mask(text: str, form: str, replacement: str) -> str:
+    """Replaces, in any letter case, every run of ``MIN_SECRET_CHARS`` or more characters that begins ``form``."""
+    folded = text.lower()
+    if len(folded) != len(text):  # a letter whose lower case is longer: compare as written
+        folded = text
+    probe, wanted = form[:MIN_SECRET_CHARS].lower(), form.lower()
+    out: list[str] = []
+    done = 0
+    at = folded.find(probe)
+    while at != -1:
+        end = at + MIN_SECRET_CHARS
+        while end - at < len(wanted) and end < len(text) and folded[end] == wanted[end - at]:
+            end += 1
+        out += [text[done:at], replacement]
+        done = end
+        at = folded.find(probe, end)
+    out.append(text[done:])
+    return "".join(out)
+
+
 class _Secret:
-    """The key and the forms it can take in a whole string."""
+    """The key, and the forms it can take in a whole string."""
 
     def __init__(self, key: str) -> None:
         self.key = key
-        forms = sorted({key, key.upper(), _code_form(key)} - {""}, key=len, reverse=True)
-        self.pattern = re.compile("|".join(re.escape(form) for form in forms), re.IGNORECASE)
-        self.cut = (
-            re.compile(
-                "(?:" + "|".join(re.escape(key[:n]) for n in range(len(key) - 1, MIN_SECRET_CHARS - 1, -1)) + ")…?$",
-                re.IGNORECASE,
-            )
-            if len(key) > MIN_SECRET_CHARS
-            else None
-        )
+        self.forms = [form for form in (key, _code_form(key)) if len(form) >= MIN_SECRET_CHARS]
 
     def whole(self, text: str, replacement: str = REDACTED) -> str:
-        text = self.pattern.sub(replacement, text)
-        if self.cut is not None:
-            text = self.cut.sub(replacement, text)
+        for form in self.forms:
+            text = _mask(text, form, replacement)
         return text
 
     def split(self, text: str) -> tuple[str, str]:
