@@ -128,7 +128,7 @@ def test_anomaly_details_and_retry_failures_are_redacted() -> None:
 
 
 def test_a_key_shorter_than_eight_characters_is_not_redacted() -> None:
-    chunks = [TextDelta(0, "a banana"), Finish(FinishReason.error("AUTH", "bad key a"))]
+    chunks: list[Chunk] = [TextDelta(0, "a banana"), Finish(FinishReason.error("AUTH", "bad key a"))]
     assert redacted(chunks, key="a") == chunks
     assert redacted(chunks, key="") == chunks
 
