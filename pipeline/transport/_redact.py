@@ -98,10 +98,12 @@ class _Secret:
         parts = text.split(self.key)
         last = parts[-1]
         hold = 0
-        for n in range(min(len(self.key) - 1, len(last)), 0, -1):
-            if last.endswith(self.key[:n]):
-                hold = n
+        at = last.find(self.key[0], max(0, len(last) - len(self.key) + 1))
+        while at != -1:  # the leftmost start of a tail that begins the key gives the longest hold
+            if self.key.startswith(last[at:]):
+                hold = len(last) - at
                 break
+            at = last.find(self.key[0], at + 1)
         parts[-1] = last[: len(last) - hold]
         return REDACTED.join(parts), last[len(last) - hold :]
 
@@ -144,7 +146,9 @@ class _Redactor:
         emit, hold = self.secret.split((previous[1] if previous else "") + text)
         if hold:
             self.held[chunk.index] = (chunk, hold)
-        if isinstance(chunk, ToolCallDelta):
+        if emit == text:
+            out.append(chunk)
+        elif isinstance(chunk, ToolCallDelta):
             out.append(attrs.evolve(chunk, arguments_delta=emit))
         elif emit:
             out.append(attrs.evolve(chunk, text=emit))
