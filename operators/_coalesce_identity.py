@@ -31,8 +31,8 @@ from typing import Any
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
 from ._signals import FinishSeen, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
-from ._usage import map_usage
-from ._wire import UNSET, WireChunk, WireDelta, WireToolCall
+from ._usage import checked_usage, merge_usage
+from ._wire import UNSET, WireChunk, WireDelta, WireToolCall, WireUsage
 
 __all__ = ["coalesce_identity"]
 
@@ -91,6 +91,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         self.by_id: dict[str, _Call] = {}
         self.last_call: _Call | None = None
         self.reported: set[str] = set()
+        self.usage: WireUsage | None = None  # merged over the chunks (decision 0012)
 
     def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
         item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
@@ -117,7 +118,11 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         if usage is None and chunk.x_groq is not None:
             usage = chunk.x_groq.usage
         if usage is not None:
-            out.append(UsageSeen(map_usage(usage)))
+            self.usage = merged = merge_usage(self.usage, usage)
+            mapped, dropped = checked_usage(merged)
+            if dropped:
+                out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
+            out.append(UsageSeen(mapped))
 
     def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content
@@ -166,8 +171,14 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
 
         if new_id is not None:
             if call.id is None:
-                call.id = new_id
-                self.by_id[new_id] = call
+                owner = self.by_id.get(new_id)
+                if owner is None or owner is call:
+                    call.id = new_id
+                    self.by_id[new_id] = call
+                else:
+                    self._report_call(call, "duplicate-id", out, "duplicate-id",
+                                      f"id {new_id!r} ignored: call {owner.index} already owns it"
+                                      + self._kept(call, "id"))
         else:
             self._ignore_identity(call, "id", wire_id, out)
 

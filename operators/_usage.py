@@ -1,59 +1,114 @@
-"""``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (docs/protocol.md).
+"""``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (docs/protocol.md); ``merge_usage``:
+usage split over several chunks, field by field (docs/decisions/0012-usage-merge.md).
 
     input_tokens       = prompt_tokens - cache_read - cache_write   (uncached input only)
     output_tokens      = completion_tokens
     cache_read_tokens  = prompt_tokens_details.cached_tokens, else prompt_cache_hit_tokens (DeepSeek); only if known
     cache_write_tokens = prompt_tokens_details.cache_write_tokens (OpenRouter); only if known
     reasoning_tokens   = completion_tokens_details.reasoning_tokens; only if known
-    total_tokens       = prompt + completion, only when both are present safe non-negative integers (a whole-number
-                         float such as 10.0 counts, as in JavaScript), their sum is safe, and the wire total is
-                         absent or equal to it (the exact-total rule). Otherwise the key is omitted.
+    total_tokens       = prompt + completion, only when both are present valid counts, their sum is a safe integer,
+                         and the wire total is absent or equal to it (the exact-total rule). Otherwise omitted.
+
+A count is valid when it is a non-negative integer that fits in 64 bits (``MAX_COUNT``); a whole-number float such as
+``10.0`` is the integer it spells, as in JavaScript. Anything else (negative, fractional, non-finite such as
+``1e400``, absurd) is dropped, as if absent, and named in the ``dropped`` list ``checked_usage`` returns, which
+``coalesce_identity`` reports as an ``invalid-usage`` anomaly. When the cache counts exceed the prompt count, they are
+dropped too (the uncached input would be negative).
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+import msgspec
 
 from ._chunks import Usage
 from ._numbers import MAX_SAFE_INTEGER
 from ._wire import WireUsage
 
-__all__ = ["map_usage"]
+__all__ = ["MAX_COUNT", "checked_usage", "map_usage", "merge_usage"]
+
+MAX_COUNT = 2**63 - 1
+"""The largest token count accepted: a signed 64-bit integer."""
+
+_S = TypeVar("_S", bound=msgspec.Struct)
 
 
-def _count(value: int | float | None) -> int | float | None:
-    """A whole-number float (``10.0``) is the integer it spells, as in JavaScript."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+def _count(name: str, value: int | float | None, dropped: list[str]) -> int | None:
+    if value is None:
+        return None
+    if type(value) is int:
+        if 0 <= value <= MAX_COUNT:
+            return value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_SAFE_INTEGER:
         return int(value)
-    return value
-
-
-def _safe_count(value: int | float | None) -> bool:
-    return isinstance(value, int) and 0 <= value <= MAX_SAFE_INTEGER
+    dropped.append(f"{name}={value!r}")
+    return None
 
 
 def map_usage(wire: WireUsage) -> Usage:
-    wire_prompt = _count(wire.prompt_tokens)
-    wire_completion = _count(wire.completion_tokens)
-    prompt = wire_prompt if wire_prompt is not None else 0
-    completion = wire_completion if wire_completion is not None else 0
+    """The protocol ``Usage`` of a wire usage (invalid counts dropped)."""
+    return checked_usage(wire)[0]
+
+
+def checked_usage(wire: WireUsage) -> tuple[Usage, list[str]]:
+    """The protocol ``Usage`` of a wire usage, and the counts dropped as invalid (``"prompt_tokens=-1"``, ...)."""
+    dropped: list[str] = []
+    prompt = _count("prompt_tokens", wire.prompt_tokens, dropped)
+    completion = _count("completion_tokens", wire.completion_tokens, dropped)
     details = wire.prompt_tokens_details
-    cache_read = _count(details.cached_tokens) if details is not None else None
+    cache_read = _count("cached_tokens", details.cached_tokens, dropped) if details is not None else None
     if cache_read is None:
-        cache_read = _count(wire.prompt_cache_hit_tokens)
-    cache_write = _count(details.cache_write_tokens) if details is not None else None
+        cache_read = _count("prompt_cache_hit_tokens", wire.prompt_cache_hit_tokens, dropped)
+    cache_write = _count("cache_write_tokens", details.cache_write_tokens, dropped) if details is not None else None
     completion_details = wire.completion_tokens_details
-    reasoning = _count(completion_details.reasoning_tokens) if completion_details is not None else None
+    reasoning = (
+        _count("reasoning_tokens", completion_details.reasoning_tokens, dropped)
+        if completion_details is not None
+        else None
+    )
+    input_tokens = (prompt or 0) - (cache_read or 0) - (cache_write or 0)
+    if input_tokens < 0:
+        dropped.append(f"cache counts {(cache_read or 0) + (cache_write or 0)} > prompt_tokens={prompt or 0}")
+        cache_read = cache_write = None
+        input_tokens = prompt or 0
 
     total: int | None = None
-    if _safe_count(wire_prompt) and _safe_count(wire_completion):  # an absent count is not a known count
-        exact = int(prompt) + int(completion)
-        if exact <= MAX_SAFE_INTEGER and (wire.total_tokens is None or wire.total_tokens == exact):
+    if prompt is not None and completion is not None:  # an absent count is not a known count
+        exact = prompt + completion
+        wire_total = wire.total_tokens
+        if exact <= MAX_SAFE_INTEGER and (wire_total is None or wire_total == exact):
             total = exact
 
-    return Usage(
-        input_tokens=prompt - (cache_read or 0) - (cache_write or 0),
-        output_tokens=completion,
+    usage = Usage(
+        input_tokens=input_tokens,
+        output_tokens=completion or 0,
         total_tokens=total,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
         reasoning_tokens=reasoning,
     )
+    return usage, dropped
+
+
+def _merge(earlier: _S, later: _S) -> _S:
+    changes: dict[str, Any] = {}
+    for name in later.__struct_fields__:
+        value = getattr(later, name)
+        if value is None:
+            continue
+        before = getattr(earlier, name)
+        if value == 0 and before:  # a placeholder zero (Gemini through LiteLLM) never erases a known count
+            continue
+        if isinstance(value, msgspec.Struct) and isinstance(before, msgspec.Struct):
+            value = _merge(before, value)
+        changes[name] = value
+    return msgspec.structs.replace(earlier, **changes) if changes else earlier
+
+
+def merge_usage(earlier: WireUsage | None, later: WireUsage) -> WireUsage:
+    """Usage split over chunks, field by field: a field the later chunk omits (or sends as ``null``, or as a ``0`` after
+    a non-zero count) keeps its earlier value, including inside ``prompt_tokens_details`` and
+    ``completion_tokens_details``; otherwise the last value of each field wins."""
+    return later if earlier is None else _merge(earlier, later)

@@ -63,7 +63,7 @@ class Printer:
         self.assembler.feed(chunk)
         self.counts[chunk.type] = self.counts.get(chunk.type, 0) + 1
         if self.mode == "json":
-            self.out.write(json.dumps(chunk.to_json(), ensure_ascii=False) + "\n")
+            self.out.write(json.dumps(chunk.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
         elif self.mode == "text":
             self.out.write(self.render(chunk) + "\n")
         self.out.flush()
@@ -113,7 +113,7 @@ class Printer:
     def summary(self) -> None:
         message = self.message()
         if self.mode == "assembled":
-            self.out.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+            self.out.write(json.dumps(message.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
             return
         if self.mode != "text":
             return

@@ -587,12 +587,14 @@ def test_tc33_map_usage_omits_optional_fields_and_rebuilds_exact_total() -> None
     assert map_usage(decode_usage(wire)).to_json() == {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
 
 
+# The anchor passes a negative or fractional count through (inputTokens: -1); issue 10 goes beyond it: such a count is
+# dropped as if absent (0 here), with an invalid-usage anomaly (decision 0012). The total is omitted either way.
 TC34_CASES: list[tuple[str, bytes, int | float, int | float]] = [
     ("contradictory-total", b'{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 99}', 10, 2),
-    ("negative-prompt", b'{"prompt_tokens": -1, "completion_tokens": 2}', -1, 2),
-    ("fractional-prompt", b'{"prompt_tokens": 1.5, "completion_tokens": 2}', 1.5, 2),
-    ("negative-completion", b'{"prompt_tokens": 2, "completion_tokens": -1}', 2, -1),
-    ("fractional-completion", b'{"prompt_tokens": 2, "completion_tokens": 1.5}', 2, 1.5),
+    ("negative-prompt", b'{"prompt_tokens": -1, "completion_tokens": 2}', 0, 2),
+    ("fractional-prompt", b'{"prompt_tokens": 1.5, "completion_tokens": 2}', 0, 2),
+    ("negative-completion", b'{"prompt_tokens": 2, "completion_tokens": -1}', 2, 0),
+    ("fractional-completion", b'{"prompt_tokens": 2, "completion_tokens": 1.5}', 2, 0),
     (
         "unsafe-aggregate",
         b'{"prompt_tokens": %d, "completion_tokens": 1}' % MAX_SAFE_INTEGER,
