@@ -3,12 +3,17 @@ not; TLS verification stays on. Nothing here contacts a host that is not loopbac
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import ssl
+import subprocess
 import warnings
+from pathlib import Path
 
 import pytest
 
 import pipeline
+from operators import Code, Finish
 from pipeline.transport import ChatClient, ClientConfig, InsecureBaseUrlWarning
 
 
@@ -46,3 +51,31 @@ async def test_the_client_chat_client_makes_verifies_certificates() -> None:
         context: ssl.SSLContext = pool._ssl_context
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname is True
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+async def test_a_self_signed_certificate_on_loopback_is_refused(tmp_path: Path) -> None:
+    """TLS verification stays on: a loopback https server with a self-signed certificate is a TRANSPORT failure."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with asyncio.timeout(10), ChatClient(f"https://127.0.0.1:{port}/v1", model="m") as client:
+            chunks = [c async for c in client.stream([{"role": "user", "content": "hi"}], retry=False)]
+    finally:
+        server.close()
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.code == Code.TRANSPORT
+    assert "CERTIFICATE_VERIFY_FAILED" in (finish.reason.failure.message if finish.reason.failure else "")
