@@ -53,7 +53,7 @@ from .session import (
     check,
     repair,
 )
-from .transport import ChatClient, ClientConfig, ConfigError
+from .transport import ChatClient, ClientConfig, ConfigError, InsecureBaseUrlWarning
 
 __all__ = [
     "Assembler",
@@ -62,6 +62,7 @@ __all__ = [
     "ChatClient",
     "ClientConfig",
     "ConfigError",
+    "InsecureBaseUrlWarning",
     "LlmStreamError",
     "RepairReport",
     "RetryPolicy",

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from operators import RetryPolicy, RetryPolicyError
+from operators import DEFAULT_LIMITS, Limits, RetryPolicy, RetryPolicyError
 from pipeline.agent import ToolRegistry, run_turn
 from pipeline.session import Session, SessionError
 from pipeline.transport import ChatClient, ConfigError
@@ -35,9 +35,54 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--session", metavar="FILE", help="continue (or start) a session log; runs the tool loop")
     p.add_argument("--max-steps", type=int, default=8, help="tool-calling steps per turn (default 8)")
     p.add_argument("--max-retries", type=int, default=2, help="retries after a retryable failure (default 2)")
-    p.add_argument("--idle-timeout", type=float, default=None, help="seconds without data before TIMEOUT (300)")
+    p.add_argument(
+        "--idle-timeout", type=_seconds, default=None, help="seconds without data before TIMEOUT (default 300)"
+    )
+    p.add_argument(
+        "--total-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds one attempt may take in all before TIMEOUT (default 600)",
+    )
+    for flag, field in _LIMIT_FLAGS:
+        default = getattr(DEFAULT_LIMITS, field)
+        p.add_argument(flag, type=_positive_int, default=default, metavar="N", help=f"Limits.{field} ({default})")
     add_output_flags(p)
     p.set_defaults(run=_run)
+
+
+_LIMIT_FLAGS = (
+    ("--max-event-bytes", "max_event_bytes"),
+    ("--max-arguments-bytes", "max_arguments_bytes"),
+    ("--max-text-bytes", "max_text_bytes"),
+    ("--max-tool-calls", "max_tool_calls"),
+)
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds above zero (else a one-line usage error, exit status 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(**{field: getattr(args, field) for _, field in _LIMIT_FLAGS})
 
 
 def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, ToolRegistry | None]:
@@ -67,6 +112,8 @@ def _run(args: argparse.Namespace) -> int:
             model=args.model,
             retry_policy=RetryPolicy.normal(max_retries=args.max_retries),
             idle_timeout=args.idle_timeout,
+            total_timeout=args.total_timeout,
+            limits=_limits(args),
         )
     except RetryPolicyError as exc:
         raise CliError(f"--max-retries: {exc}") from exc

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sys
+import warnings
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -11,14 +13,22 @@ import attrs
 
 from operators import DEFAULT_LIMITS, Limits, LlmStreamError
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_TOTAL_TIMEOUT", "ClientConfig", "ConfigError", "is_loopback"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_TOTAL_TIMEOUT",
+    "ClientConfig",
+    "ConfigError",
+    "InsecureBaseUrlWarning",
+    "is_loopback",
+]
 
 DEFAULT_IDLE_TIMEOUT = 300.0
 """Seconds without a byte (or a comment) before an attempt fails with ``TIMEOUT``; covers connecting, the status
 line, the headers and every body read."""
 
 DEFAULT_TOTAL_TIMEOUT = 600.0
-"""Seconds one attempt may take from the request to the last byte before it fails with ``TIMEOUT``."""
+"""Seconds one attempt may take from the request to the last byte before it fails with ``TIMEOUT`` (time spent
+waiting for the consumer to take what was read is not counted)."""
 
 _KNOWN_HOSTS = {
     "api.deepseek.com": ("DEEPSEEK_API_KEY", "deepseek-chat"),
@@ -28,6 +38,29 @@ _KNOWN_HOSTS = {
 
 class ConfigError(LlmStreamError, ValueError):
     """The client cannot be configured: what is missing and how to give it."""
+
+
+class InsecureBaseUrlWarning(UserWarning):
+    """A plain-``http`` base URL to a host that is not loopback: the API key and the conversation travel in clear.
+    Emitted when a ``ClientConfig`` (so a ``ChatClient``) is made for such a URL; TLS verification of ``https`` URLs
+    stays on."""
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package (and attrs' generated code),
+    counted from the frame that calls ``warnings.warn``."""
+    frame = sys._getframe(2)  # the caller of the function that asked
+    level = 2
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_HERE) or name.startswith("<attrs generated")):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def is_loopback(base_url: str) -> bool:
@@ -52,6 +85,18 @@ class ClientConfig:
     connect_timeout: float = 30.0
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     limits: Limits = DEFAULT_LIMITS
+
+    def __attrs_post_init__(self) -> None:
+        parts = urlsplit(self.base_url)
+        if parts.scheme.lower() == "http" and not is_loopback(self.base_url):
+            where = f"http://{parts.netloc.rpartition('@')[2]}"  # no user info: it could hold a secret
+            warnings.warn(
+                InsecureBaseUrlWarning(
+                    f"{where} is plain http to a host that is not loopback: the API key and the messages would "
+                    "travel unencrypted; use https"
+                ),
+                stacklevel=_caller_stacklevel(),
+            )
 
     @classmethod
     def resolve(

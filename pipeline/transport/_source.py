@@ -6,13 +6,22 @@
   docs/decisions/0001-parse-sse.md).
 - It is cold: each subscription sends the request again, so a retry is a re-subscription
   (docs/decisions/0006-retry-when-retryable.md). Disposing the subscription cancels the request task, which closes
-  the HTTP response at once.
+  the HTTP response (and its connection, even before the headers arrived) at once.
+- Deadlines (docs/decisions/0013-deadlines-and-bounded-reads.md): every request carries its own ``httpx.Timeout``
+  (``read=idle_timeout`` bounds each socket read: the status line, the headers, an error body and every body read;
+  connecting and pool waits are bounded by ``min(connect_timeout, idle_timeout)``), whatever timeouts the caller's
+  ``http_client`` has; ``asyncio.timeout(total_timeout)`` bounds the whole attempt (time spent waiting for the
+  consumer's ``pace`` is not counted), so keep-alive comments cannot hold an attempt open forever.
+- Bounded reads: an error body (and a 2xx body that is not an event stream) is read only up to
+  ``limits.max_error_body_bytes`` after decompression (gzip and deflate are inflated here with a bounded output, so a
+  compression bomb never expands past the limit); crossing it is ``LIMIT_EXCEEDED`` carrying the HTTP status.
 - Failures never escape as exceptions: the source raises a ``StreamFailure`` through ``on_error`` and
   ``close_on_done`` turns it into an error finish (after any usage), with the codes of docs/protocol.md ("Error
   codes"): ``classify_http_error`` for non-2xx statuses, ``TRANSPORT`` for connection failures, ``TIMEOUT`` when no
-  byte (not even a comment) arrives for ``idle_timeout`` seconds, ``EMPTY_RESPONSE`` for a 2xx with no body, and a
-  2xx that is not ``text/event-stream`` is classified from its body (an OpenAI-shaped error object like an in-band
-  error, docs/decisions/0009-in-band-errors.md; anything else ``MALFORMED_RESPONSE``).
+  byte (not even a comment) arrives for ``idle_timeout`` seconds or the attempt outlives ``total_timeout``,
+  ``EMPTY_RESPONSE`` for a 2xx with no body, and a 2xx that is not ``text/event-stream`` is classified from its body
+  (an OpenAI-shaped error object like an in-band error, docs/decisions/0009-in-band-errors.md; anything else
+  ``MALFORMED_RESPONSE``).
 - The API key never appears in a failure message: every message built here is redacted.
 """
 
@@ -20,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -30,11 +40,11 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from operators import Code, Failure
-from operators.extend import StreamFailure, classify_http_error, classify_inband_error
+from operators.extend import StreamFailure, classify_http_error, classify_inband_error, limit_exceeded
 
 from ._config import ClientConfig
 
-__all__ = ["Pace", "http_source"]
+__all__ = ["Pace", "http_source", "request_timeout"]
 
 Pace = Callable[[], Awaitable[None]]
 """Awaited after each read is pushed downstream: the consumer's pace (``ChatClient.stream`` waits for its caller)."""
@@ -62,9 +72,25 @@ def http_source(
     return Observable(subscribe)
 
 
+def request_timeout(config: ClientConfig) -> httpx.Timeout:
+    """The ``httpx.Timeout`` every request carries: ``read`` and ``write`` are the idle timeout (per socket read or
+    write, so it covers the status line and the headers too); connecting and the pool wait are bounded by
+    ``min(connect_timeout, idle_timeout)``."""
+    idle = config.idle_timeout
+    connect = min(config.connect_timeout, idle)
+    return httpx.Timeout(connect=connect, read=idle, write=idle, pool=connect)
+
+
 def _redact(config: ClientConfig, text: str) -> str:
     key = config.api_key
     return text.replace(key, "[redacted]") if key else text
+
+
+class _Where:
+    """What the attempt is waiting for, named in a timeout's message."""
+
+    def __init__(self) -> None:
+        self.now = "connecting"
 
 
 async def _pump(
@@ -76,67 +102,123 @@ async def _pump(
     pace: Pace | None,
 ) -> None:
     url = f"{config.base_url}/chat/completions"
+    where = _Where()
+    deadline = asyncio.timeout(config.total_timeout)
+    failure: Failure | None
     try:
-        async with aconnect_sse(http, "POST", url, json=body, headers=headers) as source:
-            response = source.response
-            failure = await _check_response(config, response)
-            if failure is not None:
-                observer.on_error(StreamFailure(failure))
-                return
-            received = False
-            reads = response.aiter_bytes()
-            while True:
-                try:
-                    async with asyncio.timeout(config.idle_timeout):
-                        piece = await anext(reads)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    observer.on_error(StreamFailure(Failure(
-                        Code.TIMEOUT, f"no data from {config.base_url} for {config.idle_timeout:g} s",
-                    )))
-                    return
-                if not piece:
-                    continue
-                received = True
-                observer.on_next(piece)
-                if pace is not None:
-                    await pace()
-            if not received:
-                observer.on_error(StreamFailure(Failure(
-                    Code.EMPTY_RESPONSE,
-                    f"{config.base_url} answered HTTP {response.status_code} with no body",
-                    status=response.status_code,
-                )))
-                return
-            observer.on_completed()
+        async with deadline:
+            failure = await _attempt(http, config, url, body, headers, observer, pace, deadline, where)
     except asyncio.CancelledError:
         raise
+    except TimeoutError as exc:
+        if deadline.expired():
+            failure = Failure(Code.TIMEOUT, _redact(config, (
+                f"{config.base_url} did not finish within total_timeout={config.total_timeout:g} s "
+                f"(while {where.now})"
+            )))
+        else:
+            failure = _transport_failure(config, url, exc)
     except httpx.TimeoutException as exc:
-        code = Code.TRANSPORT if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else Code.TIMEOUT
-        observer.on_error(StreamFailure(Failure(code, _redact(config, f"request to {url} timed out: {exc}"))))
+        failure = _timeout_failure(config, url, exc, where)
     except (httpx.HTTPError, OSError) as exc:
-        detail = str(exc) or type(exc).__name__
-        observer.on_error(StreamFailure(Failure(
-            Code.TRANSPORT, _redact(config, f"request to {url} failed: {type(exc).__name__}: {detail}"),
-        )))
+        failure = _transport_failure(config, url, exc)
     except Exception as exc:  # never escapes: the chain turns it into an UNKNOWN finish
         observer.on_error(exc)
+        return
+    if failure is None:
+        observer.on_completed()
+    else:
+        observer.on_error(StreamFailure(failure))
 
 
-async def _check_response(config: ClientConfig, response: httpx.Response) -> Failure | None:
+async def _attempt(
+    http: httpx.AsyncClient,
+    config: ClientConfig,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    observer: abc.ObserverBase[bytes],
+    pace: Pace | None,
+    deadline: asyncio.Timeout,
+    where: _Where,
+) -> Failure | None:
+    """One request: ``None`` when the body ended after at least one byte, else the failure (exceptions propagate)."""
+    where.now = "waiting for the response headers"
+    timeout = request_timeout(config)
+    async with aconnect_sse(http, "POST", url, json=body, headers=headers, timeout=timeout) as source:
+        response = source.response
+        failure = await _check_response(config, response, where)
+        if failure is not None:
+            return failure
+        where.now = "reading the response body"
+        loop = asyncio.get_running_loop()
+        received = False
+        reads = response.aiter_bytes()
+        while True:
+            try:
+                async with asyncio.timeout(config.idle_timeout):
+                    piece = await anext(reads)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                return Failure(Code.TIMEOUT, _redact(
+                    config, f"no data from {config.base_url} for {config.idle_timeout:g} s (while {where.now})",
+                ))
+            if not piece:
+                continue
+            received = True
+            observer.on_next(piece)
+            if pace is not None:
+                paused = loop.time()
+                await pace()
+                when = deadline.when()
+                if when is not None:  # the consumer's time is not the server's: it does not count
+                    deadline.reschedule(when + loop.time() - paused)
+        if not received:
+            message = f"{config.base_url} answered HTTP {response.status_code} with no body"
+            return Failure(Code.EMPTY_RESPONSE, _redact(config, message), status=response.status_code)
+        return None
+
+
+def _timeout_failure(config: ClientConfig, url: str, exc: httpx.TimeoutException, where: _Where) -> Failure:
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return Failure(Code.TRANSPORT, _redact(config, f"request to {url} timed out {where.now}: {exc}"))
+    if isinstance(exc, httpx.WriteTimeout):
+        message = f"{config.base_url} took no request data for {config.idle_timeout:g} s (while sending the request)"
+    else:
+        message = f"no data from {config.base_url} for {config.idle_timeout:g} s (while {where.now})"
+    return Failure(Code.TIMEOUT, _redact(config, message))
+
+
+def _transport_failure(config: ClientConfig, url: str, exc: BaseException) -> Failure:
+    detail = str(exc) or type(exc).__name__
+    return Failure(Code.TRANSPORT, _redact(config, f"request to {url} failed: {type(exc).__name__}: {detail}"))
+
+
+async def _check_response(config: ClientConfig, response: httpx.Response, where: _Where) -> Failure | None:
     """``None`` for a 2xx event stream; otherwise the failure the response's status and body say."""
     status = response.status_code
+    limit = config.limits.max_error_body_bytes
     if status >= 300:
-        text = (await response.aread()).decode("utf-8", errors="replace")
+        where.now = f"reading the HTTP {status} error body"
+        raw = await read_bounded(response, limit)
+        if isinstance(raw, int):
+            crossed = limit_exceeded("max_error_body_bytes", raw, limit, f"the HTTP {status} error body")
+            return attrs.evolve(crossed, status=status)
+        text = raw.decode("utf-8", errors="replace")
         return classify_http_error(status, text, response.headers, api_key=config.api_key)
     content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     if content_type == "text/event-stream":
         return None
-    raw = await response.aread()
+    shown_type = content_type or "no content type"
+    where.now = f"reading the HTTP {status} {shown_type} body"
+    raw = await read_bounded(response, limit)
+    if isinstance(raw, int):
+        crossed = limit_exceeded("max_error_body_bytes", raw, limit, f"the HTTP {status} {shown_type} body")
+        return attrs.evolve(crossed, status=status)
     if not raw.strip():
         message = f"{config.base_url} answered HTTP {status} with no body"
-        return Failure(Code.EMPTY_RESPONSE, message, status=status)
+        return Failure(Code.EMPTY_RESPONSE, _redact(config, message), status=status)
     text = raw.decode("utf-8", errors="replace")
     try:
         parsed = json.loads(text)
@@ -148,6 +230,53 @@ async def _check_response(config: ClientConfig, response: httpx.Response) -> Fai
     shown = " ".join(text.split())[:120]
     return Failure(
         Code.MALFORMED_RESPONSE,
-        _redact(config, f"expected text/event-stream, got {content_type or 'no content type'}: {shown}"),
+        _redact(config, f"expected text/event-stream, got {shown_type}: {shown}"),
         status=status,
     )
+
+
+async def read_bounded(response: httpx.Response, limit: int) -> bytes | int:
+    """The body, decompressed, if it holds at most ``limit`` bytes; else the count reached when it crossed (the rest
+    is never read). ``gzip`` and ``deflate`` are inflated here with a bounded output; any other encoding is httpx's
+    (each read then expands by at most what its decoder gives for one network read)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    inflate: _Inflate | None = None
+    reads: AsyncIterator[bytes]
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        inflate = _Inflate(encoding)
+        reads = response.aiter_raw()
+    elif encoding in ("", "identity"):
+        reads = response.aiter_raw()
+    else:
+        reads = response.aiter_bytes()
+    out = bytearray()
+    async for piece in reads:
+        if inflate is not None:
+            piece = inflate.decode(piece, limit + 1 - len(out))
+        out += piece
+        if len(out) > limit:
+            return len(out)
+    return bytes(out)
+
+
+class _Inflate:
+    """zlib inflation whose output per call is at most ``room`` bytes (``gzip``; ``deflate`` as zlib, else raw)."""
+
+    def __init__(self, encoding: str) -> None:
+        self._deflate = encoding == "deflate"
+        self._started = False
+        self._z = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else zlib.MAX_WBITS | 16)
+
+    def decode(self, data: bytes, room: int) -> bytes:
+        try:
+            out = self._z.decompress(data, room)
+        except zlib.error as exc:
+            if not (self._deflate and not self._started):
+                raise httpx.DecodingError(f"cannot decode the body: {exc}") from exc
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            try:
+                out = self._z.decompress(data, room)
+            except zlib.error as raw_exc:
+                raise httpx.DecodingError(f"cannot decode the body: {raw_exc}") from raw_exc
+        self._started = True
+        return out
