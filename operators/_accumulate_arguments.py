@@ -4,7 +4,9 @@ Rule (docs/decisions/0003-accumulate-arguments.md): every ``ToolFragment`` becom
 carrying the identity known so far (``id`` is ``""`` until known, ``name`` only once known) and its fragment
 (``""`` for ``null``, reported once per call as ``null-arguments``, or for an absent field). The arguments stay a raw
 JSON string: they are never parsed here. When ``Done`` arrives, one ``ToolCallState`` per call, in opening order,
-precedes it, so ``close_on_done`` can close or refuse each call.
+precedes it, so ``close_on_done`` can close or refuse each call. A fragment taking one call's arguments past
+``limits.max_arguments_bytes`` (UTF-8), or a tool-call block-start past ``limits.max_tool_calls``, is not emitted: a
+``Halt(LIMIT_EXCEEDED)`` ends the stage instead (docs/decisions/0014-limits.md).
 
 Marble (``f(x)`` a fragment with arguments x; ``D`` Done)::
 

@@ -12,6 +12,9 @@ Rule (docs/decisions/0004-close-on-done.md):
 - ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. A ``StreamFailure`` raised by
   the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
   exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
+- All text and reasoning of the response, in UTF-8 bytes, is bounded by ``limits.max_text_bytes``: the delta that
+  crosses it is not emitted, the texts are dropped, and the usage seen then ``LIMIT_EXCEEDED`` end the response with
+  no block-end (docs/decisions/0014-limits.md).
 
 Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
 

@@ -14,6 +14,10 @@ Rule (docs/decisions/0001-parse-sse.md):
   classified like an in-band error.
 - The end of the bytes before ``[DONE]`` gives ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was already seen:
   then it counts as ``[DONE]`` (with a ``missing-done`` anomaly). An unterminated last event is discarded.
+- Limits (docs/decisions/0014-limits.md): one line is counted while it is open, one event's joined data as each data
+  line arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the stage and nothing more is stored.
+  A payload nested too deep is ``MALFORMED_RESPONSE``. Framing is linear: an open line is kept as a list of pieces,
+  joined once when it ends.
 
 Marble (one batch per read; ``c`` a WireChunk, ``D`` Done)::
 
