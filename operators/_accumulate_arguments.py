@@ -4,7 +4,9 @@ Rule (docs/decisions/0003-accumulate-arguments.md): every ``ToolFragment`` becom
 carrying the identity known so far (``id`` is ``""`` until known, ``name`` only once known) and its fragment
 (``""`` for ``null``, reported once per call as ``null-arguments``, or for an absent field). The arguments stay a raw
 JSON string: they are never parsed here. When ``Done`` arrives, one ``ToolCallState`` per call, in opening order,
-precedes it, so ``close_on_done`` can close or refuse each call.
+precedes it, so ``close_on_done`` can close or refuse each call. A fragment taking one call's arguments past
+``limits.max_arguments_bytes`` (UTF-8), or a tool-call block-start past ``limits.max_tool_calls``, is not emitted: a
+``Halt(LIMIT_EXCEEDED)`` ends the stage instead (docs/decisions/0014-limits.md).
 
 Marble (``f(x)`` a fragment with arguments x; ``D`` Done)::
 
@@ -16,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._chunks import Anomaly, ToolCallDelta
-from ._limits import DEFAULT_LIMITS, Limits
-from ._signals import Done, Rule, Signal, ToolCallState, ToolFragment
+from ._chunks import Anomaly, BlockStart, ToolCallDelta
+from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
+from ._signals import Done, Halt, Rule, Signal, ToolCallState, ToolFragment
 from ._stage import BaseStage, Batch, stage_operator
 
 __all__ = ["accumulate_arguments"]
@@ -44,38 +46,66 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
         self.limits = limits
         self.finished = False
         self.calls: dict[int, _Arguments] = {}
+        self.opened = 0  # tool-call blocks started (counted against max_tool_calls)
 
     def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
         item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             kind = type(item)
             if kind is ToolFragment:
-                out.append(self._fragment(item, out))
+                self._fragment(item, out)
+                if self.finished:
+                    return
             elif kind is Done:
                 out.extend(
                     ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts))
                     for index, call in self.calls.items()
                 )
                 out.append(item)
+            elif kind is BlockStart and item.block_type == "tool-call":
+                if self.opened >= self.limits.max_tool_calls:  # the call past the limit is not even started
+                    self._too_many_calls(out)
+                    return
+                self.opened += 1
+                out.append(item)
             else:
                 out.append(item)
 
-    def _fragment(self, fragment: ToolFragment, out: list[Signal]) -> ToolCallDelta:
+    def _fragment(self, fragment: ToolFragment, out: list[Signal]) -> None:
         call = self.calls.get(fragment.index)
         if call is None:
+            if len(self.calls) >= self.limits.max_tool_calls:  # fragments arriving without their block-start
+                self._too_many_calls(out)
+                return
             call = self.calls[fragment.index] = _Arguments(fragment.wire_index)
         call.id = fragment.id
         call.name = fragment.name
         arguments = fragment.arguments
         if type(arguments) is str:
             if arguments:
-                call.parts += arguments.encode("utf-8", "surrogatepass")
+                encoded = arguments.encode("utf-8", "surrogatepass")
+                size = len(call.parts) + len(encoded)
+                if size > self.limits.max_arguments_bytes:  # checked before keeping: nothing past it is stored
+                    self._exceeded("max_arguments_bytes", size, self.limits.max_arguments_bytes,
+                                   "the arguments of one tool call", out)
+                    return
+                call.parts += encoded
         else:
             if arguments is None and not call.null_reported:
                 call.null_reported = True
                 out.append(Anomaly("null-arguments", fragment.index, "arguments null: adds nothing"))
             arguments = ""
-        return ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments)
+        out.append(ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments))
+
+    def _too_many_calls(self, out: list[Signal]) -> None:
+        counted = max(self.opened, len(self.calls)) + 1
+        self._exceeded("max_tool_calls", counted, self.limits.max_tool_calls, "tool calls in one response", out)
+
+    def _exceeded(self, name: str, value: int, limit: int, what: str, out: list[Signal]) -> None:
+        """Ends the response: ``close_on_done`` turns the ``Halt`` into the usage seen, then the error finish."""
+        out.append(Halt(limit_exceeded(name, value, limit, what)))
+        self.finished = True
+        self.calls.clear()
 
 
 def accumulate_arguments(limits: Limits | None = None) -> Rule:

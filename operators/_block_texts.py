@@ -21,8 +21,11 @@ class BlockTexts:
     def open(self, index: int) -> None:
         self._buffers[index] = bytearray()
 
-    def add(self, index: int, text: str) -> None:
-        self._buffers[index] += text.encode("utf-8", "surrogatepass")
+    def add(self, index: int, text: str) -> int:
+        """Appends ``text`` to block ``index``; returns the UTF-8 bytes added (what ``max_text_bytes`` counts)."""
+        encoded = text.encode("utf-8", "surrogatepass")
+        self._buffers[index] += encoded
+        return len(encoded)
 
     def text(self, index: int) -> str:
         return self._buffers[index].decode("utf-8", "surrogatepass")

@@ -12,6 +12,9 @@ Rule (docs/decisions/0004-close-on-done.md):
 - ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. A ``StreamFailure`` raised by
   the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
   exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
+- All text and reasoning of the response, in UTF-8 bytes, is bounded by ``limits.max_text_bytes``: the delta that
+  crosses it is not emitted, the texts are dropped, and the usage seen then ``LIMIT_EXCEEDED`` end the response with
+  no block-end (docs/decisions/0014-limits.md).
 
 Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
 
@@ -38,7 +41,7 @@ from ._chunks import (
     UsageChunk,
 )
 from ._codes import Code
-from ._limits import DEFAULT_LIMITS, Limits
+from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
 from ._signals import Done, FinishSeen, Halt, PendingFinish, Rule, Signal, StreamFailure, ToolCallState, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 
@@ -64,14 +67,20 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.calls: dict[int, ToolCallState] = {}
         self.usage: Usage | None = None
         self.reason: str | None = None
+        self.text_bytes = 0  # UTF-8 bytes of all text and reasoning so far (max_text_bytes)
 
     def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
         add_text = self.texts.add  # bound once per batch: the per-delta path is the hot one (decision 0008)
+        size = self.text_bytes  # counted in a local, stored back once per batch
+        limit = self.limits.max_text_bytes
         item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             kind = type(item)
             if kind is TextDelta or kind is ReasoningDelta:
-                add_text(item.index, item.text)
+                size += add_text(item.index, item.text)
+                if size > limit:  # the crossing delta is neither emitted nor kept
+                    self._text_exceeded(size, out)
+                    break
                 out.append(item)
             elif kind is BlockStart:
                 self.blocks.append(item)
@@ -91,6 +100,15 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 break
             else:
                 out.append(item)
+        self.text_bytes = size
+
+    def _text_exceeded(self, size: int, out: list[Signal]) -> None:
+        self.texts.clear()
+        self.blocks.clear()
+        self.calls.clear()
+        failure = limit_exceeded("max_text_bytes", size, self.limits.max_text_bytes,
+                                 "the text and reasoning of one response")
+        self._fail(out, FinishReason("error", failure))
 
     def _close(self, out: list[Signal]) -> None:
         self.finished = True

@@ -14,6 +14,10 @@ Rule (docs/decisions/0001-parse-sse.md):
   classified like an in-band error.
 - The end of the bytes before ``[DONE]`` gives ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was already seen:
   then it counts as ``[DONE]`` (with a ``missing-done`` anomaly). An unterminated last event is discarded.
+- Limits (docs/decisions/0014-limits.md): one line is counted while it is open, one event's joined data as each data
+  line arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the stage and nothing more is stored.
+  A payload nested too deep is ``MALFORMED_RESPONSE``. Framing is linear: an open line is kept as a list of pieces,
+  joined once when it ends.
 
 Marble (one batch per read; ``c`` a WireChunk, ``D`` Done)::
 
@@ -28,7 +32,7 @@ import json
 from ._chunks import Anomaly, Failure
 from ._codes import Code
 from ._errors import classify_inband_error
-from ._limits import DEFAULT_LIMITS, Limits
+from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
 from ._signals import Done, Halt, Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
 from ._wire import UNSET, DecodeError, decode_chunk
@@ -44,14 +48,18 @@ def _quote(payload: bytes, limit: int = 120) -> str:
 
 
 class _ParseSse(BaseStage[bytes, Signal]):
-    __slots__ = ("at_start", "data", "event", "finished", "pending_cr", "rest", "saw_finish")
+    __slots__ = ("at_start", "data", "event", "finished", "head", "joined", "limits", "open_bytes", "pending",
+                 "pending_cr", "saw_finish")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
-        self.rest = b""
+        self.head = b""  # the first bytes while they may still be a split BOM
+        self.pending: list[bytes] = []  # the open line's pieces, joined once when it ends (linear framing)
+        self.open_bytes = 0  # bytes of the open line counted so far
         self.at_start = True
         self.pending_cr = False
         self.data: list[bytes] = []
+        self.joined = 0  # bytes of the event's joined data, counted from its second data line on
         self.event = b""
         self.saw_finish = False
         self.finished = False
@@ -59,29 +67,56 @@ class _ParseSse(BaseStage[bytes, Signal]):
     # -- framing --------------------------------------------------------------------------------------------------
 
     def on_batch(self, piece: bytes, out: list[Signal]) -> None:
-        if not piece:
+        if not piece or self.finished:  # after the finish nothing more is stored or parsed
             return
-        buf = self.rest + piece if self.rest else bytes(piece)
+        if type(piece) is not bytes:
+            piece = bytes(piece)
         if self.at_start:
-            if len(buf) < len(_BOM) and _BOM.startswith(buf):
-                self.rest = buf
+            if self.head:
+                piece = self.head + piece
+            if len(piece) < len(_BOM) and _BOM.startswith(piece):
+                self.head = piece
                 return
-            if buf.startswith(_BOM):
-                buf = buf[len(_BOM) :]
+            self.head = b""
+            if piece.startswith(_BOM):
+                piece = piece[len(_BOM) :]
             self.at_start = False
         if self.pending_cr:
             self.pending_cr = False
-            if buf.startswith(b"\n"):
-                buf = buf[1:]
-        if b"\r" in buf:
-            self.pending_cr = buf.endswith(b"\r")
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if piece[:1] == b"\n":
+                piece = piece[1:]
+        if b"\r" in piece:  # a line end never spans pieces once a trailing CR is remembered
+            self.pending_cr = piece.endswith(b"\r")
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        limit = self.limits.max_event_bytes
+        pending = self.pending
+        if b"\n" not in piece:  # the line stays open: count it while it is open, keep the piece
+            if piece:
+                self.open_bytes += len(piece)
+                if self.open_bytes > limit:
+                    self._exceeded(self.open_bytes, "one SSE line", out)
+                else:
+                    pending.append(piece)
+            return
+        if pending:
+            pending.append(piece)
+            buf = b"".join(pending)
+            pending.clear()
+        else:
+            buf = piece
         lines = buf.split(b"\n")
-        self.rest = lines.pop()
+        rest = lines.pop()
+        long_lines = len(buf) > limit  # only then can one of these lines cross the limit
         data = self.data
         for position, line in enumerate(lines):
+            if long_lines and len(line) > limit:
+                self._exceeded(len(line), "one SSE line", out)
+                return
             if line[:5] == b"data:":
-                data.append(line[6:] if line[5:6] == b" " else line[5:])
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                if data and self._joins_over(value, out):
+                    return
+                data.append(value)
             elif not line:
                 if data:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
@@ -89,8 +124,8 @@ class _ParseSse(BaseStage[bytes, Signal]):
                     self._dispatch(payload, out)
                     if self.finished:
                         if type(out[-1]) is Done:
-                            self._report_after_done(lines[position + 1 :], out)
-                        break
+                            self._report_after_done(lines[position + 1 :], rest, out)
+                        return
                 self.event = b""
             elif line[:1] == b":":
                 out.append(Anomaly("comment", None, f"comment line ignored: {_quote(line, 80)}"))
@@ -101,11 +136,36 @@ class _ParseSse(BaseStage[bytes, Signal]):
                 if field == b"event":
                     self.event = value
                 elif field == b"data":  # a bare "data" line carries an empty value
+                    if data and self._joins_over(value, out):
+                        return
                     data.append(value)
                 # id:, retry: and unknown fields change nothing a chat completion needs.
+        self.open_bytes = len(rest)
+        if rest:
+            if len(rest) > limit:
+                self._exceeded(len(rest), "one SSE line", out)
+            else:
+                pending.append(rest)
 
-    def _report_after_done(self, remaining: list[bytes], out: list[Signal]) -> None:
-        remaining.append(self.rest)
+    def _joins_over(self, value: bytes, out: list[Signal]) -> bool:
+        """Counts a second or later data line of the event (a first one is bounded by the line limit); True when
+        the joined data crosses ``max_event_bytes`` (the stage has then finished)."""
+        data = self.data
+        self.joined = (len(data[0]) if len(data) == 1 else self.joined) + 1 + len(value)
+        if self.joined > self.limits.max_event_bytes:
+            self._exceeded(self.joined, "one SSE event", out)
+            return True
+        return False
+
+    def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
+        out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
+        self.finished = True
+        self.pending.clear()
+        self.data.clear()
+        self.open_bytes = 0
+
+    def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
+        remaining.append(rest)
         if any(line[:5] == b"data:" for line in remaining):
             out.insert(
                 len(out) - 1,
@@ -152,7 +212,7 @@ class _ParseSse(BaseStage[bytes, Signal]):
     # -- the end of the bytes -------------------------------------------------------------------------------------
 
     def on_end(self, out: list[Signal]) -> None:
-        if self.data or self.rest.strip():
+        if self.data or self.head or any(piece.strip() for piece in self.pending):
             out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; discarded"))
         if self.saw_finish:
             out.append(Anomaly("missing-done", None, "the stream ended after a finish_reason without [DONE]"))

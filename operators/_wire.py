@@ -90,8 +90,13 @@ _decoder = msgspec.json.Decoder(WireChunk)
 
 
 def decode_chunk(payload: bytes) -> WireChunk:
-    """Decodes one ``data:`` payload. Raises ``msgspec.DecodeError`` (``ValidationError`` is a subclass)."""
-    return _decoder.decode(payload)
+    """Decodes one ``data:`` payload. Raises ``msgspec.DecodeError`` (``ValidationError`` is a subclass), also for a
+    payload nested deeper than the decoder allows (msgspec raises ``RecursionError`` inside a field it keeps as
+    ``Any``, such as ``error`` or a tool call's ``id``: that is a malformed payload, not a failure of the library)."""
+    try:
+        return _decoder.decode(payload)
+    except RecursionError:
+        raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
 
 
 DecodeError = msgspec.DecodeError
