@@ -5,7 +5,8 @@ relative path) conflict, and no second file is created or written: a symlink pla
 touched. ``repair`` replaces the log atomically (a new inode), so after taking the lock the holder checks that the
 path still names the inode it locked, and locks again if not. The holder's pid in the error message comes from
 ``/proc/locks`` where there is one. ``fcntl`` is imported only when a lock is taken, so that importing the library
-works where it is missing; taking the lock there raises ``SessionError`` saying so.
+works where it is missing; taking the lock there raises ``SessionError`` saying so
+(docs/decisions/0016-session-file-safety.md).
 """
 
 from __future__ import annotations

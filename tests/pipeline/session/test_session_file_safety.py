@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from session_builders import broken_turn, line_of, tool_turn, user, write_log
+from session_builders import broken_turn, line_of, tool_result, tool_turn, user, write_log
 
 from pipeline.cli import main
 from pipeline.session import Session, SessionCorruptionError, SessionError, SessionLockedError, check, repair
@@ -192,3 +192,15 @@ def test_cli_prints_one_line_for_a_file_it_cannot_use(
     assert "Traceback" not in err
     if before is not None:
         assert path.read_bytes() == before
+
+
+def test_repair_rolls_back_a_turn_that_breaks_after_some_of_its_events_were_kept(tmp_path: Path) -> None:
+    second = tool_turn(2, "call_2", user_id="u2")
+    second[3] = tool_result(2, 1, "nope", id="r2")  # after its assistant message and tool call were adopted
+    path = write_log(tmp_path / "s.jsonl", [*tool_turn(1), *second, *tool_turn(3, "call_3", user_id="u3")])
+    report = repair(path)
+    assert report.turns_quarantined == [2]
+    assert (report.kept, report.quarantined) == (17, 7)
+    events = Session.load(path)
+    assert [event.seq for event in events] == list(range(1, 18))
+    assert [event.type for event in events].count("turn/end") == 2
