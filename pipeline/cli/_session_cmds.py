@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.session import check, repair
+from pipeline.session import SessionError, check, repair
 
 from ._errors import EXIT_FAILURE, EXIT_OK, CliError
 
@@ -20,10 +20,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    """A file that is not a session log, a directory, an unreadable or read-only file, a held lock: one line."""
     path = Path(args.file)
     if not path.exists():
         raise CliError(f"cannot read {args.file}: No such file or directory")
-    if args.action == "check":
+    try:
+        return _act(args.action, path)
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _act(action: str, path: Path) -> int:
+    if action == "check":
         problems = check(path)
         for problem in problems:
             print(problem)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -19,8 +20,15 @@ from typing import Any, Final
 import attrs
 
 from .._json import dumps, loads
-from ._errors import SessionCorruptionError, SessionTornTailWarning, SessionValidationError, SessionWriteError
+from ._errors import (
+    SessionCorruptionError,
+    SessionError,
+    SessionTornTailWarning,
+    SessionValidationError,
+    SessionWriteError,
+)
 from ._events import FORMAT_VERSION, SessionEvent
+from ._lock import open_regular, os_error
 from ._rules import SessionState, adopt_event
 from ._shape import seq_of
 
@@ -32,10 +40,12 @@ __all__ = [
     "append_file",
     "encode_line",
     "fsync_directory",
+    "is_event_line",
     "lines_bytes",
     "load_bytes",
     "parse_line",
     "read_bytes",
+    "refuse_foreign",
     "replace_file",
     "split_lines",
     "subject",
@@ -63,8 +73,11 @@ def encode_line(seq: int, event_type: object, data: object) -> bytes:
 
 
 def parse_line(raw: bytes) -> Any:
-    """One line's JSON value. Raises ``ValueError`` (bad UTF-8, bad JSON, NaN or Infinity)."""
-    return loads(raw)
+    """One line's JSON value. Raises ``ValueError`` (bad UTF-8, bad JSON, NaN or Infinity, nesting too deep)."""
+    try:
+        return loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deep to parse") from None
 
 
 def split_lines(raw: bytes) -> tuple[list[Line], Line | None]:
@@ -111,14 +124,43 @@ def load_bytes(raw: bytes, path: Path) -> Loaded:
         try:
             value = parse_line(line.raw)
         except ValueError as exc:
+            if not events:
+                refuse_foreign(path, lines, torn)
             raise SessionCorruptionError(path, line.number, None, f"line {line.number} is not JSON ({exc})") from exc
         seq = seq_of(value)
         try:
             event, state = adopt_event(value, state, subject=subject(seq, line.number))
         except SessionValidationError as exc:
+            if not events:
+                refuse_foreign(path, lines, torn)
             raise SessionCorruptionError(path, line.number, seq, exc.reason) from exc
         events.append(event)
+    if torn is not None and not events:
+        refuse_foreign(path, lines, torn)
     return Loaded(events, state, torn.offset if torn is not None else len(raw), torn)
+
+
+def is_event_line(line: Line) -> bool:
+    """Whether the line is a session event's envelope: an object of this format's version with a ``seq`` and a
+    ``type`` (its contents may still break a rule)."""
+    try:
+        value = parse_line(line.raw)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("v") == FORMAT_VERSION and "seq" in value and "type" in value
+
+
+def refuse_foreign(path: Path, lines: Sequence[Line], torn: Line | None) -> None:
+    """``SessionError`` when no line of a non-empty file is a session event's envelope: it is not a session log (a
+    key, a note, random bytes, ``{}``), and nothing may truncate, replace or append to it. A log whose very first
+    write was torn looks the same and is refused too: only a log with a complete event has a tail to cut."""
+    if any(is_event_line(line) for line in lines):
+        return
+    raise SessionError(
+        f"{path} is not a session log: none of its {len(lines) + (torn is not None)} line(s) is a complete session "
+        "event, so it was left unchanged. Give the path of a session log (.jsonl), or of a file that does not exist "
+        "yet to start one; if this is a log whose first write was interrupted, remove it to start again."
+    )
 
 
 def warn_torn(path: Path, torn: Line, action: str) -> None:
@@ -132,8 +174,15 @@ def warn_torn(path: Path, torn: Line, action: str) -> None:
 
 
 def read_bytes(path: Path) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
+    """The whole file; ``SessionError`` for a directory, a device or FIFO, or a file that cannot be read."""
+    fd, _ = open_regular(path, os.O_RDONLY, "read")
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read()
+    except OSError as exc:
+        raise os_error(path, exc, "read") from None
+    finally:
+        os.close(fd)
 
 
 class LogWriter:
@@ -199,10 +248,17 @@ def fsync_directory(directory: Path) -> None:
 
 
 def append_file(path: Path, data: bytes) -> None:
-    """Appends and fsyncs (the directory too when the file is new)."""
+    """Appends and fsyncs (the directory too when the file is new). Refuses (``SessionError``) a symlink, a hard
+    link or anything but a regular file at ``path``: it writes only a file of its own."""
     created = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise os_error(path, exc, "append to") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise SessionError(f"refusing to append to {path}: it is not a regular file with a single link")
         write_all(fd, data)
         os.fsync(fd)
     finally:

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ._errors import SessionValidationError
+from ._errors import SessionError, SessionValidationError
 from ._file import (
     Line,
     append_file,
@@ -20,6 +20,7 @@ from ._file import (
     lines_bytes,
     parse_line,
     read_bytes,
+    refuse_foreign,
     replace_file,
     split_lines,
     subject,
@@ -37,7 +38,10 @@ def check(path: str | os.PathLike[str]) -> list[str]:
     A bad event is skipped and checking goes on with the next one (its seq is taken as the new reference, so a
     single gap is reported once). A torn last line is not a fault: ``load`` ignores it.
     """
-    lines, _ = split_lines(read_bytes(Path(path)))
+    log_path = Path(path)
+    lines, torn = split_lines(read_bytes(log_path))
+    if lines or torn is not None:
+        refuse_foreign(log_path, lines, torn)
     return _faults(lines)
 
 
@@ -101,29 +105,25 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
     log_path = Path(path)
     lock = Lock.acquire(log_path)
     try:
-        return _repair_locked(log_path)
+        return _repair_locked(log_path, lock)
     finally:
         lock.release()
 
 
-def _repair_locked(log_path: Path) -> RepairReport:
-    raw = read_bytes(log_path)
+def _repair_locked(log_path: Path, lock: Lock) -> RepairReport:
+    raw = lock.read()
     lines, torn = split_lines(raw)
+    if lines or torn is not None:
+        refuse_foreign(log_path, lines, torn)
+    if not lock.info.st_mode & 0o222:
+        raise SessionError(f"cannot repair session log {log_path}: it is read-only; nothing was changed")
     problems = _faults(lines)
     if torn is not None:
         problems.append(f"line {torn.number}, seq unknown: torn last line ({len(torn.raw)} bytes)")
     records = [_record(line) for line in lines]
     bad_lines = {record.line.number for record in records if not record.parsed}
     bad_turns: set[int] = set()
-    while True:
-        kept, blamed = _replay(records, bad_turns, bad_lines)
-        if blamed is None:
-            break
-        turn, number = blamed
-        if turn is None:
-            bad_lines.add(number)
-        else:
-            bad_turns.add(turn)
+    kept = _replay(records, bad_turns, bad_lines)
     quarantined = [record.line for record in records if record.line.number in bad_lines or record.turn in bad_turns]
     if torn is not None:
         quarantined.append(torn)
@@ -153,32 +153,55 @@ def _record(line: Line) -> _Record:
     return _Record(line, value, parsed=True, turn=turn if is_int(turn) else None)
 
 
-def _replay(
-    records: Sequence[_Record], bad_turns: set[int], bad_lines: set[int]
-) -> tuple[list[dict[str, Any]], tuple[int | None, int] | None]:
-    """Adopts the records not yet quarantined, renumbered; stops at the first one that fails and says whom to
-    blame: its turn (or its line when it has none), or the open turn it collided with.
+def _replay(records: Sequence[_Record], bad_turns: set[int], bad_lines: set[int]) -> list[dict[str, Any]]:
+    """Adopts the records, renumbered, quarantining as it goes (it adds to ``bad_turns`` and ``bad_lines``).
+
+    A record that fails blames its turn (or its line when it has none), or the open turn it collided with. Blaming
+    a turn rolls back to the state before that turn's first kept record and goes on from there without the turn:
+    the result is the one of replaying the whole log again after each blame, in time linear in the log for turns
+    that are not interleaved (each turn is rolled back at most once, over its own span).
 
     The kept events are the stored JSON, not the typed events, so a repair keeps what it does not understand."""
     state = SessionState()
     kept: list[dict[str, Any]] = []
-    for record in records:
+    starts: dict[int, tuple[int, int, SessionState]] = {}
+    """For each turn with a kept record: the index of its first record, the length of ``kept`` and the state then."""
+    index = 0
+    while index < len(records):
+        record = records[index]
         if record.line.number in bad_lines or record.turn in bad_turns:
+            index += 1
             continue
         value = record.value
-        if not isinstance(value, Mapping):
-            return kept, (None, record.line.number)
-        event = {"v": value.get("v"), "seq": state.last_seq + 1, "type": value.get("type"), "data": value.get("data")}
-        where = subject(None, record.line.number)
-        try:
-            typed = decode_event(event, subject=where)
-        except SessionValidationError:
-            return kept, (record.turn, record.line.number)
-        try:
-            _, state = adopt_event(typed, state, subject=where)
-        except SessionValidationError:
-            if state.turn_open and state.last_turn != record.turn:
-                return kept, (state.last_turn, record.line.number)
-            return kept, (record.turn, record.line.number)
-        kept.append(event)
-    return kept, None
+        blamed: int | None = None
+        if isinstance(value, Mapping):
+            seq = state.last_seq + 1
+            event = {"v": value.get("v"), "seq": seq, "type": value.get("type"), "data": value.get("data")}
+            where = subject(None, record.line.number)
+            try:
+                typed = decode_event(event, subject=where)
+            except SessionValidationError:
+                blamed = record.turn
+            else:
+                try:
+                    _, adopted = adopt_event(typed, state, subject=where)
+                except SessionValidationError:
+                    collided = state.turn_open and state.last_turn != record.turn
+                    blamed = state.last_turn if collided else record.turn
+                else:
+                    if record.turn is not None and record.turn not in starts:
+                        starts[record.turn] = (index, len(kept), state)
+                    state = adopted
+                    kept.append(event)
+                    index += 1
+                    continue
+        if blamed is None:
+            bad_lines.add(record.line.number)
+            index += 1
+            continue
+        bad_turns.add(blamed)
+        if blamed in starts:
+            index, length, state = starts[blamed]
+            del kept[length:]
+            starts = {turn: start for turn, start in starts.items() if start[0] < index}
+    return kept

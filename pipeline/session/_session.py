@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,11 +21,11 @@ from typing import Any, Final
 from operators import Code
 
 from ._appends import TypedAppends
-from ._errors import SessionValidationError, SessionWriteError
+from ._errors import SessionError, SessionValidationError, SessionWriteError
 from ._events import SessionEvent, event_line
 from ._file import FILE_MODE, LogWriter, encode_line, fsync_directory, load_bytes, parse_line, read_bytes, warn_torn
 from ._history import history
-from ._lock import Lock
+from ._lock import Lock, open_regular, os_error, same_file
 from ._rules import SessionState, adopt_event
 
 __all__ = ["INTERRUPTED_TOOL_RESULT", "Session"]
@@ -56,20 +57,25 @@ class Session(TypedAppends):
     def open(cls, path: str | os.PathLike[str], *, fsync: bool = True, create: bool = True) -> Session:
         """Loads and validates the log, truncates a torn last line, and becomes its only writer.
 
-        Raises ``SessionLockedError`` if another ``Session`` (in any process) has it open,
-        ``SessionCorruptionError`` if a stored event breaks a rule, ``FileNotFoundError`` if it does not
-        exist and ``create`` is false. A new log is created with mode 0600.
+        Raises ``SessionLockedError`` if another ``Session`` (in any process, through any path to the same file)
+        has it open, ``SessionCorruptionError`` if a stored event breaks a rule, ``SessionError`` for a file that is
+        not a session log (left unchanged), a directory, a read-only or unreadable file, and ``FileNotFoundError``
+        if it does not exist and ``create`` is false. A new log is created with mode 0600.
         """
         log_path = Path(path)
-        if not create and not log_path.exists():
-            raise FileNotFoundError(errno.ENOENT, "session log does not exist (create=False)", str(log_path))
+        created = _create(log_path, create=create, fsync=fsync)
         lock = Lock.acquire(log_path)
         try:
-            created = not log_path.exists()
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-            fd = os.open(log_path, flags, FILE_MODE)
+            fd, info = open_regular(log_path, os.O_RDWR | os.O_APPEND, "open for writing")
             try:
-                loaded = load_bytes(read_bytes(log_path), log_path)
+                if not same_file(info, lock.info):
+                    raise SessionError(f"cannot open session log {log_path}: it was replaced while being opened")
+                if not info.st_mode & 0o222:
+                    raise SessionError(
+                        f"cannot open session log {log_path}: it is read-only (mode {stat.S_IMODE(info.st_mode):o}); "
+                        "a session needs a writable log (Session.load reads it without writing)"
+                    )
+                loaded = load_bytes(lock.read(), log_path)
                 if loaded.torn is not None:
                     warn_torn(log_path, loaded.torn, "it was truncated away")
                     os.ftruncate(fd, loaded.size)
@@ -77,7 +83,6 @@ class Session(TypedAppends):
                         os.fsync(fd)
                 if created and fsync:
                     os.fsync(fd)
-                    fsync_directory(log_path.parent)
             except BaseException:
                 os.close(fd)
                 raise
@@ -235,6 +240,25 @@ class Session(TypedAppends):
                 f"refused to append {event_type}: the event is not JSON-serialisable as UTF-8 ({exc}). "
                 "Nothing was written."
             ) from exc
+
+
+def _create(path: Path, *, create: bool, fsync: bool) -> bool:
+    """Creates an empty log (mode 0600) where nothing exists; True when it did. Never through a symlink: a dangling
+    one at ``path`` is refused rather than followed to create a file elsewhere."""
+    if os.path.lexists(path):
+        return False
+    if not create:
+        raise FileNotFoundError(errno.ENOENT, "session log does not exist (create=False)", str(path))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        return False  # created by someone else meanwhile: open it as it is
+    except OSError as exc:
+        raise os_error(path, exc, "create") from None
+    os.close(fd)
+    if fsync:
+        fsync_directory(path.parent)
+    return True
 
 
 def _at(seq: int) -> str:

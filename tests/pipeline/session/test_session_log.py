@@ -215,11 +215,11 @@ def test_second_writer_in_another_process_is_refused(log: Path) -> None:
     Session.open(log).close()
 
 
-def test_log_and_lock_are_created_owner_only(log: Path) -> None:
+def test_log_is_created_owner_only_and_no_lock_file_beside_it(log: Path) -> None:
     with Session.open(log) as session:
         session.append_user_message("secret")
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
-    assert stat.S_IMODE(log.with_name(log.name + ".lock").stat().st_mode) == 0o600
+    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 
 
 def test_open_without_create_refuses_a_missing_log(log: Path) -> None:

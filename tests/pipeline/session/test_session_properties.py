@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from session_builders import (
@@ -27,7 +28,7 @@ from session_builders import (
 )
 
 from operators import TextDelta
-from pipeline.session import Session, SessionTornTailWarning, check
+from pipeline.session import Session, SessionError, SessionTornTailWarning, check
 
 texts = st.text(max_size=12)
 call_ids = st.text(min_size=1, max_size=6)
@@ -84,6 +85,11 @@ def test_open_keeps_every_complete_line_before_a_torn_one(events: list[Event], d
         cut = data.draw(st.integers(0, len(lines[torn_index]) - 1), label="bytes kept")
         complete = b"".join(lines[:torn_index])
         path.write_bytes(complete + lines[torn_index][:cut])
+        if torn_index == 0 and cut > 0:  # no complete event: nothing proves it is a log, so nothing is cut
+            with pytest.raises(SessionError, match="is not a session log"):
+                Session.open(path, fsync=False)
+            assert path.read_bytes() == lines[0][:cut]
+            return
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             reopened = Session.open(path, fsync=False)
