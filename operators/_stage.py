@@ -31,7 +31,15 @@ from typing import Generic, Protocol, TypeAlias, TypeVar
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
 
-__all__ = ["BaseStage", "Batch", "Operator", "Stage", "stage_operator", "subscribing_stage"]
+__all__ = [
+    "BaseStage",
+    "Batch",
+    "Operator",
+    "Stage",
+    "stage_operator",
+    "subscribing_stage",
+    "subscribing_stages",
+]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -102,6 +110,15 @@ def subscribing_stage() -> abc.DisposableBase | None:
     ``subscribe()`` has returned the source's own disposable.
     """
     return _SUBSCRIBING.stack[-1] if _SUBSCRIBING.stack else None
+
+
+def subscribing_stages() -> tuple[abc.DisposableBase, ...]:
+    """For a synchronous source: the upstream disposables of every stage subscribing right now, innermost last.
+
+    ``bytes_source`` stops reading when any of them is disposed, so a rule that finishes early (``close_on_done`` at
+    a crossed ``max_text_bytes``) stops an endless generator too, not only the stage directly above the source.
+    """
+    return tuple(_SUBSCRIBING.stack)
 
 
 def _not_a_batch(value: object) -> TypeError:

@@ -33,7 +33,7 @@ from ._signals import (
     ToolFragment,
     UsageSeen,
 )
-from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage, subscribing_stages
 
 __all__ = [
     "CHUNK_TYPES",
@@ -62,4 +62,5 @@ __all__ = [
     "request_id_from",
     "stage_operator",
     "subscribing_stage",
+    "subscribing_stages",
 ]

@@ -10,7 +10,7 @@ from typing import Any, TypeAlias
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from operators.extend import subscribing_stage
+from operators.extend import subscribing_stages
 
 __all__ = ["READ_SIZE", "ByteSource", "bytes_source", "pieces_of"]
 
@@ -48,22 +48,23 @@ def bytes_source(source: ByteSource) -> Observable[bytes]:
 
     Every piece is read before ``subscribe()`` returns, wherever it is subscribed from, a reactivex callback included
     (no trampoline is involved, so nothing is queued behind the callback that subscribed). When the subscriber is a
-    rule operator (``parse_sse``, as in ``translate``), the source checks that operator's upstream disposable between
-    reads: a stage that finishes early (``[DONE]``) stops the reading at once, before ``subscribe()`` has even returned
-    the source's own disposable.
+    rule operator (``parse_sse``, as in ``translate``), the source checks the upstream disposables of every rule
+    operator subscribing at that moment between reads: a stage that finishes early (``parse_sse`` at ``[DONE]``,
+    ``close_on_done`` at a crossed limit) stops the reading at once, before ``subscribe()`` has even returned the
+    source's own disposable.
     """
     make = pieces_of(source)
 
     def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
         disposed = False
-        subscriber = subscribing_stage()
+        subscribers = subscribing_stages()
 
         def stop() -> None:
             nonlocal disposed
             disposed = True
 
         def stopped() -> bool:
-            return disposed or (subscriber is not None and bool(getattr(subscriber, "is_disposed", False)))
+            return disposed or any(getattr(s, "is_disposed", False) for s in subscribers)
 
         def run(*_: Any) -> None:
             pieces = make()

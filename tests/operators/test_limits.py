@@ -1,7 +1,7 @@
 """Limits: whatever arrives, one response ends with ``LIMIT_EXCEEDED`` once it crosses a bound, after the usage seen,
 with no block-end for an unfinished block and nothing past the limit kept. Fed through ``pipeline.collect`` from
 generators, so the flood is never materialised and the test can see how far the source was read (a synchronous
-source stops at once only when ``parse_sse`` finishes; a later stage's finish ignores the remaining reads)."""
+source stops at the read that crossed the limit, whichever rule crossed it)."""
 
 from __future__ import annotations
 
@@ -186,3 +186,33 @@ def test_a_payload_nested_too_deep_is_malformed_and_the_chunk_before_it_is_emitt
     reason = the_finish(chunks).reason
     assert reason.failure is not None
     assert reason.failure.code == Code.MALFORMED_RESPONSE
+
+
+# -- a later stage's finish stops a synchronous source too ------------------------------------------------------------
+
+
+def test_endless_arguments_from_a_generator_stop_being_read_at_the_limit() -> None:
+    limits = Limits(max_arguments_bytes=1000)
+    source = Reads(endless(event(call(0, "", first=True)), event(call(0, "x" * 100))))
+    chunks = pipeline.collect(source, limits=limits)  # returns: the endless generator is no longer drained
+
+    assert_limit(chunks, "max_arguments_bytes", "the arguments of one tool call")
+    assert source.taken == 12  # the head, ten fragments within the limit, the one crossing it
+
+
+def test_endless_text_from_a_generator_stops_being_read_at_the_limit() -> None:
+    limits = Limits(max_text_bytes=1000)
+    source = Reads(endless(event(USAGE), event(text("t" * 100))))
+    chunks = pipeline.collect(source, limits=limits)
+
+    assert_limit(chunks, "max_text_bytes", "the text and reasoning of one response")
+    assert source.taken == 12
+
+
+def test_endless_tool_calls_from_a_generator_stop_being_read_at_the_limit() -> None:
+    limits = Limits(max_tool_calls=3)
+    source = Reads(event(call(i, "{}", first=True)) for i in range(10**9))
+    chunks = pipeline.collect(source, limits=limits)
+
+    assert_limit(chunks, "max_tool_calls", "tool calls in one response")
+    assert source.taken == 4
