@@ -9,7 +9,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
     │   ├── MALFORMED_TOOL_CALL ... a tool call still lacking an id or a name at [DONE]
     │   ├── RATE_LIMIT ............ HTTP 429 (or an in-band rate_limit_error)
     │   ├── SERVER ................ HTTP >= 500; an in-band error without a status
-    │   ├── TIMEOUT ............... no byte and no comment for the idle timeout
+    │   ├── TIMEOUT ............... no byte for the idle timeout (any wait); the attempt's total deadline
     │   ├── TRANSPORT ............. the connection failed or broke
     │   └── STREAM_CLOSED ......... the bytes ended before [DONE] (and before any finish_reason)
     └── not retryable by default
@@ -79,7 +79,12 @@ _ROWS = (
     CodeInfo(
         Code.SERVER, True, "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error"
     ),
-    CodeInfo(Code.TIMEOUT, True, "no byte and no comment for the idle timeout (default 300 s)"),
+    CodeInfo(
+        Code.TIMEOUT,
+        True,
+        "no byte and no comment for the idle timeout (default 300 s) while connecting, waiting for the status line "
+        "and headers, or reading any body; or the attempt's total_timeout (default 600 s) passed",
+    ),
     CodeInfo(Code.TRANSPORT, True, "the connection could not be made or broke mid-stream"),
     CodeInfo(Code.STREAM_CLOSED, True, "the bytes ended before [DONE] and before any finish_reason (parse_sse)"),
     CodeInfo(Code.AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),

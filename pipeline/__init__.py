@@ -12,7 +12,7 @@
     message = pipeline.assemble(chunks)
 """
 
-from operators import LlmStreamError, RetryPolicy
+from operators import Limits, LlmStreamError, RetryPolicy
 
 from .agent import (
     Tool,
@@ -63,6 +63,7 @@ __all__ = [
     "ClientConfig",
     "ConfigError",
     "InsecureBaseUrlWarning",
+    "Limits",
     "LlmStreamError",
     "RepairReport",
     "RetryPolicy",
