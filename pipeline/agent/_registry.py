@@ -21,6 +21,12 @@ happened and what was expected, so the turn loop hands it back to the model and 
                           - $.city: expected string, got integer
                           - $: unexpected property "town" (allowed: city, unit)
     the tool raised       tool get_weather failed: KeyError: 'Paris'
+    the tool hung         tool get_weather timed out after 120 s (abandoned; the model may try again)
+
+Each call has a time limit: the tool's own ``timeout``, else the registry's ``default_timeout`` (120 s unless
+given; None or ``math.inf``: no limit). A sync tool runs in a daemon thread of its own, so an abandoned one (timed
+out or cancelled) never holds up the event loop's shutdown; Python cannot kill a thread, so it runs on until it
+returns (``_run``'s docstring).
 
 Only ``asyncio.CancelledError`` (and ``BaseException``s that are not ``Exception``s) propagate out of ``call``.
 
@@ -53,6 +59,7 @@ from ._call import prepare, result_from_value
 from ._convert import Binder, binder_for
 from ._errors import ToolDefinitionError
 from ._quote import EXCERPT, describe, excerpt, safe_repr, utf8_safe
+from ._run import DEFAULT_TOOL_TIMEOUT, ToolTimedOut, check_timeout, run_sync, run_with_timeout
 from ._tool import Tool, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -81,7 +88,11 @@ class ToolRegistry:
     never raise (see the module docstring for every error message).
     """
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), *, default_timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> None:
+        try:
+            self.default_timeout = check_timeout(default_timeout, "a registry's default_timeout")
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
         self._entries: dict[str, _Entry] = {}
         for tool in tools:
             self.add(tool)
@@ -103,6 +114,7 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> _F: ...
 
     @overload
@@ -113,6 +125,7 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Callable[[_F], _F]: ...
 
     def register(
@@ -122,20 +135,23 @@ class ToolRegistry:
         name: str | None = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> _F | Callable[[_F], _F]:
         """Register a function as a tool and return it unchanged.
 
         @registry.register
         async def get_weather(city: str) -> str: ...
 
-        @registry.register(name="weather", parameters={"type": "object", ...})
+        @registry.register(name="weather", parameters={"type": "object", ...}, timeout=10)
         def get_weather_sync(**arguments: str) -> str: ...
 
         registry.register(len_of_text)
         """
 
         def decorate(target: _F) -> _F:
-            self.add(Tool.from_function(target, name=name, description=description, parameters=parameters))
+            self.add(
+                Tool.from_function(target, name=name, description=description, parameters=parameters, timeout=timeout)
+            )
             return target
 
         return decorate if func is None else decorate(func)
@@ -184,13 +200,20 @@ class ToolRegistry:
         if isinstance(prepared, ToolResult):
             return prepared
         positional, keywords = prepared
-        try:
+
+        async def invoke() -> Any:
             if entry.is_async:
                 value = tool.func(*positional, **keywords)
             else:
-                value = await asyncio.to_thread(tool.func, *positional, **keywords)
-            if inspect.isawaitable(value):
-                value = await value
+                value = await run_sync(tool.func, positional, keywords)
+            return (await value) if inspect.isawaitable(value) else value
+
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        try:
+            value = await run_with_timeout(invoke, timeout)
+        except ToolTimedOut as exc:
+            _log.debug("tool %s %s", tool.name, exc)
+            return ToolResult(f"tool {tool.name} {exc} (abandoned; the model may try again)", is_error=True)
         except Exception as exc:
             _log.debug("tool %s failed", tool.name, exc_info=True)
             return ToolResult(f"tool {tool.name} failed: {describe(exc)}", is_error=True)

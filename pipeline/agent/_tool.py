@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._errors import ToolDefinitionError
+from ._run import check_timeout
 from ._schema import schema_from_signature
 
 __all__ = ["Tool", "ToolFunc", "ToolResult"]
@@ -53,6 +54,13 @@ def _check_callable(instance: object, attribute: attrs.Attribute[Any], value: ob
         raise ToolDefinitionError(f"a tool's func must be callable, got {value!r}")
 
 
+def _check_timeout(value: object) -> float | None:
+    try:
+        return check_timeout(value, "a tool's timeout")
+    except ValueError as exc:
+        raise ToolDefinitionError(str(exc)) from None
+
+
 def _copy_schema(value: object) -> object:
     # A private deep copy: the schema a tool validates against cannot change behind the registry's back.
     return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
@@ -62,14 +70,17 @@ def _copy_schema(value: object) -> object:
 class Tool:
     """A function the model may call: its name, description, JSON Schema of its arguments, and the callable.
 
-    ``func`` may be async or sync (a sync one runs in a worker thread). ``parameters`` is excluded from the hash
-    (it is a dict). A field the API would refuse raises ``ToolDefinitionError``.
+    ``func`` may be async or sync (a sync one runs in a daemon thread of its own). ``timeout`` is the seconds a
+    call may run before it is abandoned with an error result (None: the registry's ``default_timeout``;
+    ``math.inf``: no limit). ``parameters`` is excluded from the hash (it is a dict). A field the API would refuse
+    raises ``ToolDefinitionError``.
     """
 
     name: str = attrs.field(validator=_check_name)
     description: str = attrs.field(validator=_check_description)
     parameters: Mapping[str, Any] = attrs.field(converter=_copy_schema, validator=_check_parameters, hash=False)
     func: ToolFunc = attrs.field(validator=_check_callable)
+    timeout: float | None = attrs.field(default=None, converter=_check_timeout, kw_only=True)
 
     @classmethod
     def from_function(
@@ -79,11 +90,12 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Tool:
         """Build a tool from a callable.
 
         ``name`` defaults to ``func.__name__``, ``description`` to the first paragraph of the docstring, and
-        ``parameters`` to ``schema_from_signature(func)``.
+        ``parameters`` to ``schema_from_signature(func)``, ``timeout`` to the registry's default.
         """
         if not callable(func):
             raise ToolDefinitionError(f"a tool must be callable, got {func!r}")
@@ -95,7 +107,7 @@ class Tool:
             description = _first_paragraph(func)
         if parameters is None:
             parameters = schema_from_signature(func)
-        return cls(name=name, description=description, parameters=parameters, func=func)
+        return cls(name=name, description=description, parameters=parameters, func=func, timeout=timeout)
 
     def to_openai(self) -> dict[str, Any]:
         """The entry of a chat-completions request's ``tools`` list."""

@@ -33,7 +33,7 @@ import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 from pipeline.compose import Assembler, AssistantMessage
-from pipeline.session import Session
+from pipeline.session import Session, SessionValidationError, SessionWriteError
 from pipeline.transport import ChatClient
 
 from ._registry import ToolRegistry
@@ -94,6 +94,32 @@ def _content(message: AssistantMessage) -> list[dict[str, Any]]:
         content.append({"type": "text", "text": message.text})
     content.extend(call.to_json() for call in message.tool_calls)
     return content
+
+
+def _refused(exc: SessionWriteError) -> bool:
+    """Whether the log refused an event for what it holds (the gateway's content), not for a failed write."""
+    return isinstance(exc.__cause__, SessionValidationError | ValueError | TypeError)
+
+
+def _append_attempt(
+    session: Session, turn: int, step: int, attempt: int, chunks: Sequence[Chunk], failure: Failure
+) -> None:
+    """Record a failed attempt with its chunks, or without them when the log refuses what the gateway sent."""
+    try:
+        session.append_attempt(turn, step, attempt, _record(chunks), failure)
+    except SessionWriteError as exc:
+        if not _refused(exc):
+            raise
+        session.append_attempt(turn, step, attempt, [], failure)
+
+
+def _duplicate_call_id(message: AssistantMessage) -> str | None:
+    seen: set[str] = set()
+    for call in message.tool_calls:
+        if call.id in seen:
+            return call.id
+        seen.add(call.id)
+    return None
 
 
 async def _run_tools(
@@ -160,20 +186,34 @@ async def run_turn(
         message = assembler.result()
 
         failure = message.finish.failure
+        duplicate = _duplicate_call_id(message)
+        if failure is None and duplicate is not None:
+            failure = Failure(Code.MALFORMED_TOOL_CALL, f"two tool calls share the id {duplicate!r}")
+            _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
+            yield await end(step, FinishReason("error", failure).to_json())
+            return
         if failure is not None:  # error or aborted: the attempt is kept for the record, nothing is committed
-            session.append_attempt(turn, step, attempt, _record(attempt_chunks), failure)
+            _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
             yield await end(step, message.finish.to_json())
             return
 
-        session.append_assistant_message(
-            turn,
-            step,
-            content=_content(message),
-            provider=provider,
-            model=client.config.model,
-            usage=message.usage,
-            finish=message.finish,
-        )
+        try:
+            session.append_assistant_message(
+                turn,
+                step,
+                content=_content(message),
+                provider=provider,
+                model=client.config.model,
+                usage=message.usage,
+                finish=message.finish,
+            )
+        except SessionWriteError as exc:
+            if not _refused(exc):
+                raise
+            failure = Failure(Code.MALFORMED_RESPONSE, f"the response cannot be recorded: {exc}")
+            _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
+            yield await end(step, FinishReason("error", failure).to_json())
+            return
         yield TurnEvent("assistant-message", turn, step, message)
         if not message.tool_calls:
             session.append_step_end(turn, step)
