@@ -4,11 +4,14 @@
 2. null / "" / non-string / absent / repeated identity values in continuation deltas keep the established identity;
 3. the order guarantees: block-start before its deltas, block-ends after all deltas, at most one usage right before
    the finish, exactly one finish and it is last, and no block-end at all when a tool call lacks its identity;
-4. ``pipeline.translate`` never raises and always ends with exactly one finish, whatever the bytes.
+4. ``pipeline.translate`` never raises and always ends with exactly one finish, whatever the bytes;
+5. under small ``Limits`` too, any split gives the same chunks, failures included; no two tool-call block-ends share
+   an id; every ``--json`` line (``llm-stream replay --json``'s Printer) is strict JSON (no NaN, no Infinity).
 """
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 from typing import Any
@@ -26,6 +29,7 @@ from operators import (
     Code,
     Finish,
     FinishReason,
+    Limits,
     ReasoningDelta,
     TextDelta,
     ToolCallBlock,
@@ -33,6 +37,7 @@ from operators import (
     UsageChunk,
 )
 from operators._classify_finish import EMPTY_RESPONSE_MESSAGE, map_finish_reason
+from pipeline.cli._render import Printer
 
 Json = dict[str, Any]
 
@@ -361,3 +366,68 @@ def test_translate_never_raises_for_arbitrary_bytes_and_ends_with_one_finish(raw
 def test_translate_never_raises_for_sse_like_reads_and_ends_with_one_finish(reads: list[bytes]) -> None:
     assert_one_finish_last(reads)
     assert_one_finish_last(b"".join(reads))
+
+
+# -- 5. failures too are the same under any split; tool-call ids; strict JSON lines ----------------------------------
+
+SMALL_LIMITS = st.builds(
+    Limits,
+    max_event_bytes=st.sampled_from([16, 64, 512, 1 << 20]),
+    max_arguments_bytes=st.sampled_from([1, 8, 1024]),
+    max_text_bytes=st.sampled_from([1, 8, 1024]),
+    max_tool_calls=st.integers(1, 3),
+)
+
+SSE_READS = st.lists(st.one_of(SSE_TOKENS, st.binary(max_size=6)), max_size=30)
+
+
+@FAST
+@given(data=st.data(), reads=SSE_READS, limits=SMALL_LIMITS)
+def test_any_split_gives_the_same_chunks_failures_included(
+    data: st.DataObject, reads: list[bytes], limits: Limits
+) -> None:
+    raw = b"".join(reads)
+    whole = pipeline.collect(raw, anomalies=True, limits=limits)
+
+    assert pipeline.collect(data.draw(splits(raw)), anomalies=True, limits=limits) == whole
+    assert isinstance(whole[-1], Finish)
+
+
+@FAST
+@given(data=st.data(), stream=streams(), framing=FRAMINGS, limits=SMALL_LIMITS)
+def test_any_split_of_a_generated_stream_gives_the_same_finish_under_small_limits(
+    data: st.DataObject, stream: Stream, framing: Framing, limits: Limits
+) -> None:
+    raw = frame(stream, framing)
+
+    assert pipeline.collect(data.draw(splits(raw)), anomalies=True, limits=limits) == pipeline.collect(
+        raw, anomalies=True, limits=limits
+    )
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["call_a", "call_b"]), NON_EMPTY), max_size=6))
+def test_no_two_tool_call_block_ends_share_an_id(calls: list[tuple[int, str, str]]) -> None:
+    payloads = [tools(tool(index, id=call_id, name=name, arguments="{}")) for index, call_id, name in calls]
+    raw = frame(Stream([*payloads, finish("tool_calls")], True, [], "tool_calls", None, None))
+
+    ids = [c.block.id for c in collect(raw) if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)]
+    assert len(ids) == len(set(ids))
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+@FAST
+@given(reads=SSE_READS, limits=SMALL_LIMITS)
+def test_every_json_line_of_replay_is_strict_json(reads: list[bytes], limits: Limits) -> None:
+    out = io.StringIO()
+    printer = Printer(out, mode="json", color=False)
+    for chunk in pipeline.collect(b"".join(reads), anomalies=True, limits=limits):
+        printer.chunk(chunk)
+
+    lines = out.getvalue().splitlines()
+    assert lines
+    for line in lines:
+        json.loads(line, parse_constant=_no_constant)

@@ -1,0 +1,357 @@
+"""Fuzz ``parse_sse`` and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
+
+    python scripts/fuzz.py --target translate --seconds 600          # or --target parse_sse
+    python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
+
+One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
+exactly: small ``Limits`` and the split points are drawn from a PRNG seeded with the input's CRC-32 (a mutation
+of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): no exception escapes; the output is
+the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
+``translate`` exactly one finish and it is last, block-start before deltas before block-end, no block-end for a
+tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_json()``
+strict JSON (``json.dumps(allow_nan=False)``). Seeds: the ``*.sse`` files of ../shared/fixtures/sse, read in place.
+New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import reactivex
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a file: make the repo's packages importable
+    sys.path.insert(0, str(ROOT))
+
+import pipeline  # noqa: E402
+from operators import (  # noqa: E402
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Finish,
+    Limits,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+    parse_sse,
+)
+
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "sse"
+SEED_DIRS = [FIXTURES / "real", FIXTURES / "peers"]
+ONE_BYTE_SPLIT_UP_TO = 2048
+MAX_LEN = 65536
+
+
+IGNORED_ANOMALIES: set[str] = set(filter(None, os.environ.get("FUZZ_IGNORE_ANOMALIES", "").split(",")))
+"""Anomaly kinds left out when splits are compared (``--ignore-anomaly``): to go on past a finding already reported."""
+
+
+def comparable(values: list[Any]) -> list[Any]:
+    return [
+        value
+        for value in values
+        if getattr(value, "kind", None) not in IGNORED_ANOMALIES or type(value).__name__ != "Anomaly"
+    ]
+
+
+class OracleFailure(AssertionError):
+    """What the oracle found wrong with one input."""
+
+
+def ensure(condition: bool, what: str) -> None:
+    if not condition:
+        raise OracleFailure(what)
+
+
+# -- what one input decides -------------------------------------------------------------------------------------------
+
+
+def plan(data: bytes) -> tuple[Limits, list[list[bytes]]]:
+    """The small ``Limits`` and the splits (besides the unsplit bytes) one input is checked under."""
+    rng = random.Random(zlib.crc32(data))
+    limits = Limits(
+        max_event_bytes=rng.choice([16, 64, 512, 4096, 1 << 20]),
+        max_arguments_bytes=rng.choice([1, 8, 64, 1024, 8 << 20]),
+        max_text_bytes=rng.choice([1, 8, 64, 1024, 16 << 20]),
+        max_tool_calls=rng.choice([1, 2, 3, 128]),
+        max_error_body_bytes=rng.choice([16, 65536]),
+    )
+    splits: list[list[bytes]] = []
+    if len(data) >= 2:
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 16))))
+        edges = [0, *cuts, len(data)]
+        splits.append([data[a:b] for a, b in itertools.pairwise(edges)])
+        if len(data) <= ONE_BYTE_SPLIT_UP_TO:
+            splits.append([data[i : i + 1] for i in range(len(data))])
+    return limits, splits
+
+
+# -- the oracle -------------------------------------------------------------------------------------------------------
+
+
+def run_translate(pieces: bytes | list[bytes], limits: Limits) -> list[Chunk]:
+    out: list[Chunk] = []
+    errors: list[Exception] = []
+    pipeline.translate(pieces, anomalies=True, limits=limits).subscribe(on_next=out.append, on_error=errors.append)
+    if errors:
+        raise errors[0]
+    return out
+
+
+def check_chunks(out: list[Chunk]) -> None:
+    """The protocol's promises over one response's chunks (the same as tests/test_properties.py states)."""
+    finishes = [position for position, chunk in enumerate(out) if isinstance(chunk, Finish)]
+    ensure(finishes == [len(out) - 1], f"exactly one finish, and it is last (finishes at {finishes} of {len(out)})")
+    usages = [position for position, chunk in enumerate(out) if isinstance(chunk, UsageChunk)]
+    ensure(usages in ([], [len(out) - 2]), "at most one usage, right before the finish")
+    started: dict[int, str] = {}
+    ended: set[int] = set()
+    tool_ids: set[str] = set()
+    last_delta = -1
+    first_end: int | None = None
+    for position, chunk in enumerate(out):
+        if isinstance(chunk, BlockStart):
+            ensure(chunk.index not in started, f"block {chunk.index} starts once")
+            started[chunk.index] = chunk.block_type
+        elif isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
+            ensure(chunk.index in started, f"a block-start precedes the deltas of block {chunk.index}")
+            ensure(chunk.index not in ended, f"no delta after the block-end of block {chunk.index}")
+            last_delta = position
+        elif isinstance(chunk, BlockEnd):
+            ensure(started.get(chunk.index) == chunk.block.type, "a block-end closes a started block of its type")
+            ensure(chunk.index not in ended, f"block {chunk.index} ends once")
+            ended.add(chunk.index)
+            first_end = position if first_end is None else first_end
+            if isinstance(chunk.block, ToolCallBlock):
+                ensure(bool(chunk.block.id) and bool(chunk.block.name), "no block-end for an unidentified tool call")
+                ensure(chunk.block.id not in tool_ids, f"two tool-call block-ends share the id {chunk.block.id!r}")
+                tool_ids.add(chunk.block.id)
+    ensure(first_end is None or first_end > last_delta, "block-ends only after all deltas")
+    for chunk in out:
+        try:
+            json.dumps(chunk.to_json(), allow_nan=False)
+        except ValueError as error:
+            raise OracleFailure(f"{type(chunk).__name__}.to_json() is not strict JSON: {error}") from error
+
+
+def check_translate(data: bytes) -> None:
+    limits, splits = plan(data)
+    whole = run_translate(data, limits)
+    check_chunks(whole)
+    for pieces in splits:
+        ensure(
+            comparable(run_translate(pieces, limits)) == comparable(whole),
+            f"a split into {len(pieces)} reads gives other chunks",
+        )
+
+
+def run_parse_sse(pieces: list[bytes], limits: Limits) -> list[Any]:
+    out: list[Any] = []
+    errors: list[Exception] = []
+    reactivex.from_iterable(pieces).pipe(parse_sse(limits)).subscribe(on_next=out.extend, on_error=errors.append)
+    if errors:
+        raise errors[0]
+    return out
+
+
+def check_parse_sse(data: bytes) -> None:
+    limits, splits = plan(data)
+    whole = run_parse_sse([data], limits)
+    ends = [position for position, signal in enumerate(whole) if type(signal).__name__ in ("Done", "Halt")]
+    ensure(ends == [len(whole) - 1], f"exactly one Done or Halt, and it is last (at {ends} of {len(whole)})")
+    for pieces in splits:
+        ensure(
+            comparable(run_parse_sse(pieces, limits)) == comparable(whole),
+            f"a split into {len(pieces)} reads gives other signals",
+        )
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {"translate": check_translate, "parse_sse": check_parse_sse}
+
+
+# -- seeds and the fallback loop --------------------------------------------------------------------------------------
+
+
+def seed_files() -> list[Path]:
+    return sorted(path for folder in SEED_DIRS if folder.is_dir() for path in folder.rglob("*.sse"))
+
+
+TOKENS = [
+    b"data: ",
+    b"data:",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\n\n",
+    b"[DONE]",
+    b"event: error\n",
+    b": c\n",
+    b"\xef\xbb\xbf",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b'"',
+    b",",
+    b"null",
+    b"1e999",
+    b"-1",
+    b'"index":0',
+    b'"id":"c"',
+    b'"tool_calls":[',
+    b'"finish_reason":"stop"',
+    b'"usage":{"prompt_tokens":',
+    b'"error":{"message":"x"}',
+    b"\xc3",
+    b"\xff",
+]
+
+
+def mutate(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 6)):
+        at = rng.randint(0, len(buf))
+        op = rng.randrange(6)
+        if op == 0 and buf:
+            buf[min(at, len(buf) - 1)] = rng.randrange(256)
+        elif op == 1:
+            buf[at:at] = rng.choice(TOKENS)
+        elif op == 2 and buf:
+            del buf[at : at + rng.randint(1, 32)]
+        elif op == 3:
+            other = rng.choice(seeds)
+            start = rng.randint(0, len(other))
+            buf[at:at] = other[start : start + rng.randint(1, 256)]
+        elif op == 4 and buf:
+            start = rng.randint(0, len(buf) - 1)
+            buf[at:at] = buf[start : start + rng.randint(1, 64)] * rng.randint(1, 40)
+        else:
+            del buf[at:]
+    return bytes(buf[:MAX_LEN])
+
+
+def crash(target: str, data: bytes, artifacts: Path) -> int:
+    artifacts.mkdir(parents=True, exist_ok=True)
+    path = artifacts / f"crash-{target}-{zlib.crc32(data):08x}"
+    path.write_bytes(data)
+    traceback.print_exc()
+    print(f"fuzz: CRASH target={target} input={path} ({len(data)} bytes): {data[:300]!r}", flush=True)
+    return 1
+
+
+def fallback(target: str, seconds: float, artifacts: Path) -> int:
+    print("fuzz: running the built-in mutation loop (atheris not importable, or --no-atheris); same oracle", flush=True)
+    check = TARGETS[target]
+    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files()] or [b"data: [DONE]\n\n"]
+    rng = random.Random(0)
+    runs, start = 0, time.monotonic()
+    queue = list(seeds)
+    while time.monotonic() - start < seconds:
+        data = queue[runs] if runs < len(queue) else mutate(rng, rng.choice(seeds), seeds)
+        runs += 1
+        try:
+            check(data)
+        except Exception:
+            return crash(target, data, artifacts)
+    print(f"fuzz: target={target} inputs={runs} seconds={time.monotonic() - start:.0f} crashes=0", flush=True)
+    return 0
+
+
+# -- atheris ----------------------------------------------------------------------------------------------------------
+
+
+def atheris_child(target: str, libfuzzer_args: list[str]) -> None:
+    import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    check = TARGETS[target]
+    atheris.instrument_all()  # coverage feedback from every loaded Python function (operators, pipeline, reactivex)
+    atheris.Setup([sys.argv[0], *libfuzzer_args], check)
+    atheris.Fuzz()
+
+
+def run_atheris(args: argparse.Namespace, artifacts: Path) -> int:
+    corpus = Path(args.corpus) if args.corpus else Path(tempfile.mkdtemp(prefix=f"fuzz-{args.target}-corpus-"))
+    corpus.mkdir(parents=True, exist_ok=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    libfuzzer = [
+        f"-max_total_time={int(args.seconds)}",
+        f"-rss_limit_mb={args.rss_limit_mb}",
+        f"-max_len={MAX_LEN}",
+        f"-artifact_prefix={artifacts}/crash-{args.target}-",
+        "-print_final_stats=1",
+        str(corpus),
+        *(str(folder) for folder in SEED_DIRS if folder.is_dir()),
+    ]
+    command = [sys.executable, str(Path(__file__).resolve()), "--target", args.target, "--atheris-child", *libfuzzer]
+    started = time.monotonic()
+    child = subprocess.run(command, stderr=subprocess.PIPE, text=True, errors="replace", check=False)
+    sys.stderr.write(child.stderr[-20000:] if child.returncode else "")
+    units = re.findall(r"stat::number_executed_units:\s*(\d+)", child.stderr)
+    units = units or re.findall(r"^#(\d+)", child.stderr, re.MULTILINE)  # a crash prints no final stats
+    runs = units[-1] if units else "?"
+    crashed = child.returncode != 0
+    print(
+        f"fuzz: atheris target={args.target} inputs={runs} seconds={time.monotonic() - started:.0f} "
+        f"crashes={int(crashed)} corpus={corpus} artifacts={artifacts}",
+        flush=True,
+    )
+    return 1 if crashed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--target", choices=sorted(TARGETS), required=True)
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long to fuzz (libFuzzer -max_total_time)")
+    parser.add_argument("--rss-limit-mb", type=int, default=2048)
+    parser.add_argument("--corpus", help="where new inputs go (default: a fresh temporary directory)")
+    parser.add_argument("--artifacts", help="where crash files go (default: a fresh temporary directory)")
+    parser.add_argument("--no-atheris", action="store_true", help="use the built-in mutation loop even with atheris")
+    parser.add_argument(
+        "--ignore-anomaly",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="leave this anomaly kind out when splits are compared (a finding already reported)",
+    )
+    parser.add_argument("--reproduce", metavar="FILE", help="run the oracle once on FILE's bytes")
+    parser.add_argument("--atheris-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.ignore_anomaly:  # the environment carries it to the atheris child
+        os.environ["FUZZ_IGNORE_ANOMALIES"] = ",".join(args.ignore_anomaly)
+        IGNORED_ANOMALIES.update(args.ignore_anomaly)
+    if args.atheris_child is not None:
+        atheris_child(args.target, args.atheris_child)
+        return 0
+    if args.reproduce:
+        data = Path(args.reproduce).read_bytes()
+        TARGETS[args.target](data)
+        print(f"fuzz: target={args.target} {args.reproduce}: the oracle holds ({len(data)} bytes)")
+        return 0
+    artifacts = Path(args.artifacts) if args.artifacts else Path(tempfile.mkdtemp(prefix="fuzz-artifacts-"))
+    try:
+        import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
+    except ImportError:
+        return fallback(args.target, args.seconds, artifacts)
+    if args.no_atheris:
+        return fallback(args.target, args.seconds, artifacts)
+    return run_atheris(args, artifacts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
