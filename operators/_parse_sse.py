@@ -8,7 +8,8 @@ Rule (docs/decisions/0001-parse-sse.md):
   with no data dispatches nothing. The framing works on bytes and only splits at line-end bytes, so a UTF-8
   character split across reads is never cut.
 - Each payload is decoded into a typed ``WireChunk``; ``[DONE]`` gives ``Done`` and ends the stream (payloads after it
-  are not read; any already received are reported as ``payload-after-done``).
+  are not read; any already received in the same read are reported as ``payload-after-done``: the one output that
+  depends on the split, since the reading stops at ``[DONE]``).
 - A payload that is not JSON or has the wrong shape gives ``Halt(MALFORMED_RESPONSE)`` quoting its first 120
   characters. A top-level ``error`` object (or an SSE event named ``error``) gives ``Halt`` with the provider's error
   classified like an in-band error.
@@ -16,6 +17,7 @@ Rule (docs/decisions/0001-parse-sse.md):
   then it counts as ``[DONE]`` (with a ``missing-done`` anomaly). An unterminated last event is discarded.
 - Limits (docs/decisions/0014-limits.md): one line is counted while it is open, one event's joined data as each data
   line arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the stage and nothing more is stored.
+  The failure is the same whatever the split: a line is reported as reaching ``max_event_bytes + 1`` bytes.
   A payload nested too deep is ``MALFORMED_RESPONSE``. Framing is linear: an open line is kept as a list of pieces,
   joined once when it ends.
 
@@ -158,7 +160,10 @@ class _ParseSse(BaseStage[bytes, Signal]):
         return False
 
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
-        out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
+        limit = self.limits.max_event_bytes
+        if what == "one SSE line":  # how far past the limit a read reaches depends on the split: name the first byte
+            counted = limit + 1
+        out.append(Halt(limit_exceeded("max_event_bytes", counted, limit, what)))
         self.finished = True
         self.pending.clear()
         self.data.clear()

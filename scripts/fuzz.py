@@ -58,7 +58,9 @@ ONE_BYTE_SPLIT_UP_TO = 2048
 MAX_LEN = 65536
 
 
-IGNORED_ANOMALIES: set[str] = set(filter(None, os.environ.get("FUZZ_IGNORE_ANOMALIES", "").split(",")))
+SPLIT_DEPENDENT = {"payload-after-done"}  # reports only what arrived in the read carrying [DONE] (docs/operators.md)
+_FROM_ENV = filter(None, os.environ.get("FUZZ_IGNORE_ANOMALIES", "").split(","))
+IGNORED_ANOMALIES: set[str] = SPLIT_DEPENDENT | set(_FROM_ENV)
 """Anomaly kinds left out when splits are compared (``--ignore-anomaly``): to go on past a finding already reported."""
 
 
