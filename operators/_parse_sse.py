@@ -96,7 +96,7 @@ class _ParseSse(BaseStage[bytes, Signal]):
             if piece:
                 self.open_bytes += len(piece)
                 if self.open_bytes > limit:
-                    self._exceeded(self.open_bytes, "one SSE line", out)
+                    self._line_exceeded(out)
                 else:
                     pending.append(piece)
             return
@@ -112,7 +112,7 @@ class _ParseSse(BaseStage[bytes, Signal]):
         data = self.data
         for position, line in enumerate(lines):
             if long_lines and len(line) > limit:
-                self._exceeded(len(line), "one SSE line", out)
+                self._line_exceeded(out)
                 return
             if line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
@@ -145,7 +145,7 @@ class _ParseSse(BaseStage[bytes, Signal]):
         self.open_bytes = len(rest)
         if rest:
             if len(rest) > limit:
-                self._exceeded(len(rest), "one SSE line", out)
+                self._line_exceeded(out)
             else:
                 pending.append(rest)
 
@@ -159,11 +159,12 @@ class _ParseSse(BaseStage[bytes, Signal]):
             return True
         return False
 
+    def _line_exceeded(self, out: list[Signal]) -> None:
+        # how far past the limit a read reaches depends on the split: name the first byte over it
+        self._exceeded(self.limits.max_event_bytes + 1, "one SSE line", out)
+
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
-        limit = self.limits.max_event_bytes
-        if what == "one SSE line":  # how far past the limit a read reaches depends on the split: name the first byte
-            counted = limit + 1
-        out.append(Halt(limit_exceeded("max_event_bytes", counted, limit, what)))
+        out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
         self.finished = True
         self.pending.clear()
         self.data.clear()

@@ -102,9 +102,9 @@ def _reasoning(key: str) -> Response:
     )
 
 
-def _tool_call(key: str) -> Response:
-    first = {"index": 0, "id": f"call_{key}", "type": "function", "function": {"name": key, "arguments": '{"k": "'}}
-    parts = [key[:3], key[3:20], key[20:] + '"}']
+def _split_call(call_id: str, name: str, opening: str, parts: list[str]) -> Response:
+    """One tool call whose arguments (``opening`` then ``parts``) arrive over several deltas."""
+    first = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": opening}}
     rest = [{"index": 0, "function": {"arguments": part}} for part in parts]
     return _sse(
         _event(_chunk({"tool_calls": [first]})),
@@ -112,19 +112,15 @@ def _tool_call(key: str) -> Response:
         _event(_chunk({}, "tool_calls")),
         _usage(),
     )
+
+
+def _tool_call(key: str) -> Response:
+    return _split_call(f"call_{key}", key, '{"k": "', [key[:3], key[3:20], key[20:] + '"}'])
 
 
 def _tool_arguments(key: str) -> Response:
     """A call of a real tool (``echo``) whose arguments carry the key, split over three deltas."""
-    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "echo", "arguments": '{"text": "'}}
-    parts = [key[:10], key[10:], '"}']
-    rest = [{"index": 0, "function": {"arguments": part}} for part in parts]
-    return _sse(
-        _event(_chunk({"tool_calls": [first]})),
-        *(_event(_chunk({"tool_calls": [piece]})) for piece in rest),
-        _event(_chunk({}, "tool_calls")),
-        _usage(),
-    )
+    return _split_call("call_1", "echo", '{"text": "', [key[:10], key[10:], '"}'])
 
 
 def _malformed(key: str) -> Response:
