@@ -28,20 +28,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import attrs
 import httpx
 from httpx_sse import aconnect_sse
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from operators import Code, Failure
-from operators.extend import StreamFailure, classify_http_error, classify_inband_error, limit_exceeded
+from operators.extend import StreamFailure
 
+from .._http import check_response, is_event_stream, reading
+from .._http import redact as _redact_text
 from ._config import ClientConfig
 
 __all__ = ["Pace", "http_source", "request_timeout"]
@@ -82,8 +81,7 @@ def request_timeout(config: ClientConfig) -> httpx.Timeout:
 
 
 def _redact(config: ClientConfig, text: str) -> str:
-    key = config.api_key
-    return text.replace(key, "[redacted]") if key else text
+    return _redact_text(text, config.api_key)
 
 
 class _Where:
@@ -147,9 +145,9 @@ async def _attempt(
     timeout = request_timeout(config)
     async with aconnect_sse(http, "POST", url, json=body, headers=headers, timeout=timeout) as source:
         response = source.response
-        failure = await _check_response(config, response, where)
-        if failure is not None:
-            return failure
+        if not is_event_stream(response):
+            where.now = reading(response)
+            return await check_response(response, limits=config.limits, origin=config.base_url, api_key=config.api_key)
         where.now = "reading the response body"
         loop = asyncio.get_running_loop()
         received = False
@@ -193,90 +191,3 @@ def _timeout_failure(config: ClientConfig, url: str, exc: httpx.TimeoutException
 def _transport_failure(config: ClientConfig, url: str, exc: BaseException) -> Failure:
     detail = str(exc) or type(exc).__name__
     return Failure(Code.TRANSPORT, _redact(config, f"request to {url} failed: {type(exc).__name__}: {detail}"))
-
-
-async def _check_response(config: ClientConfig, response: httpx.Response, where: _Where) -> Failure | None:
-    """``None`` for a 2xx event stream; otherwise the failure the response's status and body say."""
-    status = response.status_code
-    limit = config.limits.max_error_body_bytes
-    if status >= 300:
-        where.now = f"reading the HTTP {status} error body"
-        raw = await read_bounded(response, limit)
-        if isinstance(raw, int):
-            crossed = limit_exceeded("max_error_body_bytes", raw, limit, f"the HTTP {status} error body")
-            return attrs.evolve(crossed, status=status)
-        text = raw.decode("utf-8", errors="replace")
-        return classify_http_error(status, text, response.headers, api_key=config.api_key)
-    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if content_type == "text/event-stream":
-        return None
-    shown_type = content_type or "no content type"
-    where.now = f"reading the HTTP {status} {shown_type} body"
-    raw = await read_bounded(response, limit)
-    if isinstance(raw, int):
-        crossed = limit_exceeded("max_error_body_bytes", raw, limit, f"the HTTP {status} {shown_type} body")
-        return attrs.evolve(crossed, status=status)
-    if not raw.strip():
-        message = f"{config.base_url} answered HTTP {status} with no body"
-        return Failure(Code.EMPTY_RESPONSE, _redact(config, message), status=status)
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and "error" in parsed and not parsed.get("choices"):
-        failure = classify_inband_error(parsed["error"])
-        return attrs.evolve(failure, message=_redact(config, failure.message))
-    shown = " ".join(text.split())[:120]
-    return Failure(
-        Code.MALFORMED_RESPONSE,
-        _redact(config, f"expected text/event-stream, got {shown_type}: {shown}"),
-        status=status,
-    )
-
-
-async def read_bounded(response: httpx.Response, limit: int) -> bytes | int:
-    """The body, decompressed, if it holds at most ``limit`` bytes; else the count reached when it crossed (the rest
-    is never read). ``gzip`` and ``deflate`` are inflated here with a bounded output; any other encoding is httpx's
-    (each read then expands by at most what its decoder gives for one network read)."""
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    inflate: _Inflate | None = None
-    reads: AsyncIterator[bytes]
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        inflate = _Inflate(encoding)
-        reads = response.aiter_raw()
-    elif encoding in ("", "identity"):
-        reads = response.aiter_raw()
-    else:
-        reads = response.aiter_bytes()
-    out = bytearray()
-    async for piece in reads:
-        if inflate is not None:
-            piece = inflate.decode(piece, limit + 1 - len(out))
-        out += piece
-        if len(out) > limit:
-            return len(out)
-    return bytes(out)
-
-
-class _Inflate:
-    """zlib inflation whose output per call is at most ``room`` bytes (``gzip``; ``deflate`` as zlib, else raw)."""
-
-    def __init__(self, encoding: str) -> None:
-        self._deflate = encoding == "deflate"
-        self._started = False
-        self._z = zlib.decompressobj(zlib.MAX_WBITS if self._deflate else zlib.MAX_WBITS | 16)
-
-    def decode(self, data: bytes, room: int) -> bytes:
-        try:
-            out = self._z.decompress(data, room)
-        except zlib.error as exc:
-            if not (self._deflate and not self._started):
-                raise httpx.DecodingError(f"cannot decode the body: {exc}") from exc
-            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-            try:
-                out = self._z.decompress(data, room)
-            except zlib.error as raw_exc:
-                raise httpx.DecodingError(f"cannot decode the body: {raw_exc}") from raw_exc
-        self._started = True
-        return out
