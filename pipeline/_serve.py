@@ -1,0 +1,138 @@
+"""Serving an ASGI app on a real port with uvicorn: in a background thread with its own event loop
+(``BackgroundServer``, for tests, notebooks and benchmarks) or in the foreground until Ctrl-C (``serve``).
+
+Shared by the emulator and the proxy (both need the ``emulator`` extra: starlette and uvicorn). The socket is bound
+here, before uvicorn starts, so a busy port is an ``OSError`` the caller can report in one line (uvicorn itself
+would log it and exit the process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+
+__all__ = ["BackgroundServer", "bind", "serve", "url_of", "uvicorn_config"]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port); ``OSError`` if it cannot be bound."""
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets that say they are TCP; without it,
+    # Nagle holds each body write until the client's delayed ACK (~40 ms per response on loopback).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def uvicorn_config(app: Any, *, embedded: bool) -> uvicorn.Config:
+    options: dict[str, Any] = {"log_config": None} if embedded else {}
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        ws="none",
+        server_header=False,
+        timeout_graceful_shutdown=1,
+        **options,
+    )
+
+
+def url_of(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Serve in the foreground until Ctrl-C."""
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+
+
+class BackgroundServer:
+    """One uvicorn server on a bound socket, run in a daemon thread; ``start`` returns once it accepts connections,
+    ``stop`` cuts open connections (even stalled streams) and joins the thread."""
+
+    def __init__(self, make_server: Callable[[], uvicorn.Server], host: str, port: int, name: str) -> None:
+        self._make_server, self.host, self._requested_port, self._name = make_server, host, port, name
+        self.port: int | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError(f"The {self._name} has no port yet: call start() (or use it as a context manager).")
+        return url_of(self.host, self.port)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 10.0) -> None:
+        if self.running:
+            return
+        sock = bind(self.host, self._requested_port)
+        self.port = sock.getsockname()[1]
+        server = self._make_server()
+        self._error = None
+        thread = threading.Thread(target=self._run, args=(server, sock), name=f"{self._name}:{self.port}", daemon=True)
+        thread.start()
+        self._server, self._thread = server, thread
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not thread.is_alive():
+                self._server = self._thread = None
+                raise RuntimeError(f"The {self._name} failed to start on {self.url}: {self._error!r}") from self._error
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise TimeoutError(f"The {self._name} did not start within {timeout} s on {self.url}.")
+            time.sleep(0.002)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop at once. Idempotent."""
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is None or thread is None:
+            return
+        server.should_exit = True
+        server.force_exit = True
+        thread.join(timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"The {self._name} on {self.url} did not stop within {timeout} s.")
+
+    def _run(self, server: uvicorn.Server, sock: socket.socket) -> None:
+        try:
+            asyncio.run(self._serve(server, sock))
+        except BaseException as error:  # recorded for start(); uvicorn exits with SystemExit on startup errors
+            self._error = error
+        finally:
+            sock.close()
+
+    @staticmethod
+    async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            for connection in list(server.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if isinstance(transport, asyncio.BaseTransport):
+                    transport.close()
