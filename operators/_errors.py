@@ -15,6 +15,8 @@ rule wins.
         7. anything else ................................ HTTP_<status>
 
     classify_inband_error(error, status=None)        the value of a payload's top-level "error"
+        0. type llm_stream_error with one of our codes ............... that code (our own proxy or
+                                                                       sanitizing transport upstream)
         1. 401 / 403, type authentication_error / permission_error ... AUTH
         2. quota wording, or 402 ..................................... QUOTA
         3. 429, type rate_limit_error ................................ RATE_LIMIT
@@ -55,6 +57,7 @@ from ._codes import Code, http_status_code
 __all__ = [
     "CONTEXT_OVERFLOW_WORDING",
     "MAX_MESSAGE_CHARS",
+    "OWN_ERROR_TYPE",
     "QUOTA_WORDING",
     "classify_http_error",
     "classify_inband_error",
@@ -286,6 +289,13 @@ def _render(error: object) -> str:
     return rendered or _FALLBACK_INBAND_MESSAGE
 
 
+OWN_ERROR_TYPE = "llm_stream_error"
+"""The ``type`` of the in-band error events this library writes (the sanitizing transport, the proxy): their
+``code`` is one of ours and is kept as it is, so a client of the library behind its own proxy sees the same codes."""
+_FIXED_CODES = frozenset(Code)
+_HTTP_FAMILY = re.compile(r"HTTP_[1-5][0-9][0-9]")
+
+
 def classify_inband_error(error: object, *, status: int | None = None) -> Failure:
     """An in-band error (a payload's top-level ``"error"``: a dict, a string, anything) as a ``Failure``.
 
@@ -309,8 +319,11 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
         message = _non_empty(error)
         detail = error
 
-    if status in (401, 403) or kind in _AUTH_TYPES:
-        code: str = Code.AUTH
+    own = error.get("code") if isinstance(error, Mapping) and kind == OWN_ERROR_TYPE else None
+    if isinstance(own, str) and (own in _FIXED_CODES or _HTTP_FAMILY.fullmatch(own)):
+        code: str = own
+    elif status in (401, 403) or kind in _AUTH_TYPES:
+        code = Code.AUTH
     elif status == 402 or QUOTA_WORDING.search(detail):
         code = Code.QUOTA
     elif status == 429 or kind == "rate_limit_error":

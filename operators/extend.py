@@ -17,7 +17,7 @@ classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``re
 
 from ._block_texts import BlockTexts
 from ._chunks import CHUNK_TYPES
-from ._errors import classify_http_error, classify_inband_error, parse_retry_after, request_id_from
+from ._errors import OWN_ERROR_TYPE, classify_http_error, classify_inband_error, parse_retry_after, request_id_from
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
 from ._signals import (
@@ -37,6 +37,7 @@ from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribi
 
 __all__ = [
     "CHUNK_TYPES",
+    "OWN_ERROR_TYPE",
     "BaseStage",
     "Batch",
     "BlockTexts",

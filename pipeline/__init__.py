@@ -39,6 +39,7 @@ from .compose import (
     translate,
     translate_batches,
 )
+from .sanitize import SanitizingTransport
 from .session import (
     RepairReport,
     Session,
@@ -67,6 +68,7 @@ __all__ = [
     "LlmStreamError",
     "RepairReport",
     "RetryPolicy",
+    "SanitizingTransport",
     "Session",
     "SessionCorruptionError",
     "SessionError",

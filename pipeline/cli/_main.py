@@ -3,6 +3,7 @@
     llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
     llm-stream demo                                                   the README's main job
     llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
+    llm-stream proxy --upstream URL [--port P]                        the sanitizing OpenAI-compatible proxy
     llm-stream chat "prompt" [...]                                    stream from a live endpoint
     llm-stream session check|repair FILE                              inspect or recover a session log
 
@@ -19,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _chat, _demo, _emulate, _replay, _session_cmds
+from . import _chat, _demo, _emulate, _proxy, _replay, _session_cmds
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     _replay.add_parser(commands)
     _demo.add_parser(commands)
     _emulate.add_parser(commands)
+    _proxy.add_parser(commands)
     _chat.add_parser(commands)
     _session_cmds.add_parser(commands)
     return parser

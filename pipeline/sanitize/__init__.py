@@ -1,0 +1,47 @@
+"""Sanitizing for clients the library does not own: ``SanitizingTransport`` (an httpx transport for the openai SDK,
+LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (``Proxy``, ``create_proxy_app``,
+``run_proxy``: ``llm-stream proxy``; these need the ``emulator`` extra, starlette and uvicorn).
+
+Both run a streamed chat completion through the library's operators and re-encode it as clean, standard OpenAI SSE
+(docs/decisions/0022-sanitizing-transport.md); everything else passes through untouched.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ._encode import OpenAIEncoder, usage_json
+from ._sanitizer import Sanitizer
+from ._transport import Mode, SanitizingTransport
+
+if TYPE_CHECKING:
+    from ._proxy import Proxy, create_proxy_app, run_proxy
+
+__all__ = ["Mode", "OpenAIEncoder", "Proxy", "Sanitizer", "SanitizingTransport", "create_proxy_app", "run_proxy",
+           "usage_json"]
+
+_SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
+
+
+def __getattr__(name: str) -> object:
+    """The proxy's names import starlette and uvicorn on first use, not before."""
+    if name not in _SERVING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = importlib.import_module("._proxy", __name__)
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in ("starlette", "uvicorn"):
+            raise
+        raise ImportError(
+            f"pipeline.sanitize.{name} serves HTTP with starlette and uvicorn, which are not installed ({exc}). "
+            "Install the emulator extra: pip install 'llm-stream-pipeline[emulator]'",
+            name=exc.name,
+        ) from exc
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

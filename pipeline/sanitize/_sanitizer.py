@@ -1,0 +1,158 @@
+"""One upstream attempt, sans I/O: response bytes in, clean OpenAI SSE bytes out (``Sanitizer``), and the retry
+budget across attempts (``Attempts``). The sync and async transports and the proxy only move bytes and sleep.
+
+The bytes go through the library's own chain (``translate``: ``parse_sse`` and ``protocol_rules()``), then the API
+key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
+The completion's id, model and creation time are taken from the first upstream event that has them (the request's
+model and a generated id otherwise), so a client sees the provider's own id.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable
+
+import attrs
+import msgspec
+from reactivex.abc import DisposableBase
+from reactivex.subject import Subject
+
+from operators import Chunk, Failure, Finish, Limits, RetryPolicy
+from operators.extend import StreamFailure
+from pipeline.compose import translate
+from pipeline.transport import redact_key
+
+from ._encode import Identity, OpenAIEncoder
+
+__all__ = ["Attempts", "Sanitizer"]
+
+_SNIFF_BYTES = 64 * 1024
+
+
+class _Head(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+    system_fingerprint: str | None = None
+
+
+class Sanitizer:
+    """Feeds one attempt's body reads through the chain; ``feed``/``close``/``fail`` return the SSE bytes ready."""
+
+    def __init__(self, *, model: str, limits: Limits | None = None, api_key: str | None = None) -> None:
+        self._model = model
+        self._subject: Subject[bytes] = Subject()
+        self._out: list[bytes] = []
+        self._head = bytearray()
+        self._encoder: OpenAIEncoder | None = None
+        self._pending: list[Chunk] = []
+        self.forwarded = False
+        """Whether any byte of this attempt has been handed to the client (set by the transport)."""
+        chunks = redact_key(api_key)(translate(self._subject, limits=limits))
+        self._subscription: DisposableBase = chunks.subscribe(on_next=self._on_chunk)
+
+    @property
+    def finish(self) -> Finish | None:
+        """The attempt's finish, once it has come (``None`` before)."""
+        return self._encoder.finish if self._encoder is not None else _last_finish(self._pending)
+
+    @property
+    def failure(self) -> Failure | None:
+        finish = self.finish
+        return finish.reason.failure if finish is not None else None
+
+    def _on_chunk(self, chunk: Chunk) -> None:
+        if self._encoder is None:
+            self._pending.append(chunk)
+            return
+        self._emit(chunk)
+
+    def _emit(self, chunk: Chunk) -> None:
+        assert self._encoder is not None
+        data = self._encoder.encode(chunk)
+        if data:
+            self._out.append(data)
+
+    def _start_encoder(self) -> None:
+        self._encoder = OpenAIEncoder(self._identity())
+        pending, self._pending = self._pending, []
+        for chunk in pending:
+            self._emit(chunk)
+
+    def _identity(self) -> Identity:
+        head = _sniff(bytes(self._head)) or _Head()
+        self._head.clear()
+        return Identity(
+            id=head.id or f"chatcmpl-{uuid.uuid4().hex}",
+            model=head.model or self._model,
+            created=head.created if head.created is not None else int(time.time()),
+            system_fingerprint=head.system_fingerprint,
+        )
+
+    def _take(self) -> bytes:
+        if self._encoder is None and (self._pending or len(self._head) >= _SNIFF_BYTES):
+            self._start_encoder()
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    def feed(self, piece: bytes) -> bytes:
+        if self._encoder is None:
+            self._head += piece[: _SNIFF_BYTES - len(self._head)]
+        self._subject.on_next(piece)
+        return self._take()
+
+    def close(self) -> bytes:
+        """The body ended."""
+        self._subject.on_completed()
+        return self._end()
+
+    def fail(self, failure: Failure) -> bytes:
+        """The body could not be read to its end (a timeout, a dropped connection)."""
+        self._subject.on_error(StreamFailure(failure))
+        return self._end()
+
+    def _end(self) -> bytes:
+        if self._encoder is None:
+            self._start_encoder()
+        self._subscription.dispose()
+        return self._take()
+
+    def dispose(self) -> None:
+        self._subscription.dispose()
+
+
+def _last_finish(chunks: list[Chunk]) -> Finish | None:
+    return next((c for c in reversed(chunks) if isinstance(c, Finish)), None)
+
+
+def _sniff(head: bytes) -> _Head | None:
+    """The id, model and created of the first ``data:`` event in ``head`` that is a JSON object, if any."""
+    for line in head.splitlines():
+        if line.startswith(b"data:") and line[5:].lstrip().startswith(b"{"):
+            try:
+                return msgspec.json.decode(line[5:], type=_Head)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # cut by the sniffing bound, or not a completion chunk: the next one may be
+    return None
+
+
+@attrs.define
+class Attempts:
+    """The retry budget over attempts: ``delay_s(failure)`` is the wait before the next attempt, or ``None`` when
+    the failure is final (not retryable, out of budget, or a Retry-After longer than the policy allows)."""
+
+    policy: RetryPolicy
+    random: Callable[[], float] = random.random
+    retries: int = 0
+
+    def delay_s(self, failure: Failure) -> float | None:
+        if not self.policy.is_retryable(failure) or not self.policy.allows(self.retries + 1):
+            return None
+        delay = self.policy.delay_ms(self.retries + 1, failure, self.random)
+        if delay is None:
+            return None
+        self.retries += 1
+        return delay / 1000

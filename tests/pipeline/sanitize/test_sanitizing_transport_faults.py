@@ -1,0 +1,161 @@
+"""Retries before the first forwarded byte, in-band errors after it, ``mode="buffered"``, and what passes through."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from operators import RetryPolicy
+from pipeline import SanitizingTransport
+from pipeline.emulator import Emulator
+
+FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50, max_retries=2)
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Emulator]:
+    with Emulator() as emulator:
+        yield emulator
+
+
+def _fail_first(profile: str, then: str = "clean") -> dict[str, str]:
+    return {
+        "x-emulator-profile": profile,
+        "x-emulator-fail-first": "1",
+        "x-emulator-then": then,
+        "x-emulator-key": uuid.uuid4().hex,
+    }
+
+
+def _payloads(text: str) -> list[object]:
+    out: list[object] = []
+    for block in text.split("\n\n"):
+        if block.startswith("data: "):
+            data = block[6:]
+            out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+def _text(payloads: list[object]) -> str:
+    return "".join(
+        p["choices"][0]["delta"].get("content") or ""
+        for p in payloads
+        if isinstance(p, dict) and p.get("choices")
+    )
+
+
+def _post(emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]) -> list[object]:
+    with httpx.Client(transport=transport) as http:
+        response = http.post(f"{emu.base_url}/chat/completions", json=BODY, headers=headers)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return _payloads(response.text)
+
+
+@pytest.mark.parametrize(("profile", "code"), [("drop-mid-stream", "TRANSPORT"), ("error-midstream", "SERVER")])
+def test_in_stream_mode_a_failure_after_text_ends_with_the_in_band_error_and_no_done(
+    emu: Emulator, profile: str, code: str
+) -> None:
+    out = _post(emu, SanitizingTransport(retry_policy=FAST), _fail_first(profile))
+    assert _text(out)
+    last = out[-1]
+    assert isinstance(last, dict)
+    assert last["error"]["code"] == code
+    assert "[DONE]" not in out
+
+
+@pytest.mark.parametrize("profile", ["drop-mid-stream", "error-midstream"])
+def test_in_buffered_mode_a_failure_after_text_is_retried_and_the_client_sees_only_the_good_attempt(
+    emu: Emulator, profile: str
+) -> None:
+    out = _post(emu, SanitizingTransport(retry_policy=FAST, mode="buffered"), _fail_first(profile))
+    assert _text(out) == "Hello from the emulator."
+    assert out[-1] == "[DONE]"
+    assert not any(isinstance(p, dict) and "error" in p for p in out)
+
+
+def test_a_refusal_before_any_byte_is_retried_until_the_budget_ends_then_written_as_the_error_event(
+    emu: Emulator,
+) -> None:
+    key = uuid.uuid4().hex
+    headers = {"x-emulator-profile": "never-identified", "x-emulator-key": key}
+    before = len(emu.state.requests)
+    out = _post(emu, SanitizingTransport(retry_policy=FAST), headers)
+    assert len(emu.state.requests) - before == 1 + 2  # the first attempt and max_retries=2 retries
+    assert out == [
+        {
+            "error": {
+                "message": "tool call at wire index 0 (block 0) has no id: refused rather than assembled without its "
+                "identity",
+                "type": "llm_stream_error",
+                "code": "MALFORMED_TOOL_CALL",
+            }
+        }
+    ]
+
+
+def test_an_html_200_is_retried_then_written_as_a_malformed_response_error_event(emu: Emulator) -> None:
+    out = _post(emu, SanitizingTransport(retry_policy=RetryPolicy(max_retries=0)), {"x-emulator-profile": "html-200"})
+    assert len(out) == 1
+    error = out[0]
+    assert isinstance(error, dict)
+    assert error["error"]["code"] == "MALFORMED_RESPONSE"
+
+
+def test_a_429_with_retry_after_is_waited_for_and_retried_transparently(emu: Emulator) -> None:
+    headers = _fail_first("rate-limit") | {"x-emulator-retry-after": "0.05"}
+    out = _post(emu, SanitizingTransport(retry_policy=RetryPolicy(max_retries=1)), headers)
+    assert _text(out) == "Hello from the emulator."
+
+
+def test_a_final_http_error_is_passed_on_with_its_status_headers_and_body(emu: Emulator) -> None:
+    with httpx.Client(transport=SanitizingTransport(retry_policy=RetryPolicy(max_retries=0))) as http:
+        through = http.post(f"{emu.base_url}/chat/completions", json=BODY, headers={"x-emulator-profile": "rate-limit"})
+    direct = httpx.post(f"{emu.base_url}/chat/completions", json=BODY, headers={"x-emulator-profile": "rate-limit"})
+    assert through.status_code == direct.status_code == 429
+    assert through.headers["retry-after"] == direct.headers["retry-after"]
+    assert through.json() == direct.json()
+
+
+async def test_the_async_client_gets_the_same_retried_stream(emu: Emulator) -> None:
+    async with httpx.AsyncClient(transport=SanitizingTransport(retry_policy=FAST, mode="buffered")) as http:
+        response = await http.post(
+            f"{emu.base_url}/chat/completions", json=BODY, headers=_fail_first("drop-mid-stream")
+        )
+    assert _text(_payloads(response.text)) == "Hello from the emulator."
+
+
+def test_a_wrapped_transport_is_used_for_every_request(emu: Emulator) -> None:
+    sent: list[str] = []
+
+    class Counting(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            sent.append(request.url.path)
+            return super().handle_request(request)
+
+    with httpx.Client(transport=SanitizingTransport(Counting(), retry_policy=FAST)) as http:
+        http.get(f"{emu.base_url}/models")
+        http.post(f"{emu.base_url}/chat/completions", json=BODY, headers=_fail_first("never-identified"))
+    assert sent == ["/v1/models", "/v1/chat/completions", "/v1/chat/completions"]
+
+
+def test_a_sync_transport_in_an_async_client_is_refused_with_a_clear_error(emu: Emulator) -> None:
+    transport = SanitizingTransport(httpx.HTTPTransport())
+
+    async def send() -> None:
+        async with httpx.AsyncClient(transport=transport) as http:
+            await http.get(f"{emu.base_url}/models")
+
+    with pytest.raises(TypeError, match=r"use it with httpx\.Client"):
+        asyncio.run(send())
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="'stream' or 'buffered'"):
+        SanitizingTransport(mode="eager")  # type: ignore[arg-type]
