@@ -7,26 +7,48 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import httpx
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
+from operators import Limits
 from operators.extend import subscribing_stages
+
+from ._responses import WrapsResponse, http_response_of, is_async_response, response_pieces
 
 __all__ = ["READ_SIZE", "ByteSource", "bytes_source", "pieces_of"]
 
 READ_SIZE = 64 * 1024
 """Bytes per read when the source is bytes in memory or a file."""
 
-ByteSource: TypeAlias = bytes | bytearray | memoryview | str | os.PathLike[str] | Iterable[bytes]
+ByteSource: TypeAlias = (
+    bytes | bytearray | memoryview | os.PathLike[str] | httpx.Response | WrapsResponse | Iterable[bytes]
+)
+"""Bytes, a path (``pathlib.Path``), an ``httpx.Response`` (or an openai SDK raw response wrapping one), or an
+iterable of byte pieces. A ``str`` is refused: it could be a path or SSE text
+(docs/decisions/0023-reading-responses.md)."""
 
 
-def pieces_of(source: ByteSource) -> Callable[[], Iterator[bytes]]:
-    """A factory of fresh iterators over the source's pieces (a file is opened anew for each)."""
+def pieces_of(source: ByteSource | object, limits: Limits | None = None) -> Callable[[], Iterator[bytes]]:
+    """A factory of fresh iterators over the source's pieces (a file is opened anew for each). A file that cannot be
+    opened raises here, at the call, as ``open`` does; a response is classified when it is first read."""
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
         return lambda: (data[start : start + READ_SIZE] for start in range(0, len(data), READ_SIZE))
-    if isinstance(source, str | os.PathLike):
+    if isinstance(source, str):
+        raise TypeError(
+            "a str is not a byte source: pass pathlib.Path(...) for a file, or text.encode() for SSE text "
+            f"(got {source[:40]!r})"
+        )
+    response = http_response_of(source)
+    if response is not None:
+        if is_async_response(response):
+            raise TypeError("this httpx.Response is from an httpx.AsyncClient: read it with pipeline.stream()")
+        return lambda: response_pieces(response, limits)
+    if isinstance(source, os.PathLike):
         path = Path(source)
+        with path.open("rb"):  # FileNotFoundError, IsADirectoryError, PermissionError: at the call, as usual
+            pass
 
         def read_file() -> Iterator[bytes]:
             with path.open("rb") as handle:
@@ -38,12 +60,12 @@ def pieces_of(source: ByteSource) -> Callable[[], Iterator[bytes]]:
         iterable = source
         return lambda: iter(iterable)
     raise TypeError(
-        f"translate() takes bytes, a path, or an iterable of bytes; got {type(source).__name__}. "
-        "For an async iterable use pipeline.stream()."
+        f"translate() takes bytes, a pathlib.Path, an httpx.Response, or an iterable of bytes; got "
+        f"{type(source).__name__}. For an async iterable use pipeline.stream()."
     )
 
 
-def bytes_source(source: ByteSource) -> Observable[bytes]:
+def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable[bytes]:
     """A cold Observable of byte pieces that runs synchronously inside ``subscribe()`` and stops reading when disposed.
 
     Every piece is read before ``subscribe()`` returns, wherever it is subscribed from, a reactivex callback included
@@ -53,7 +75,7 @@ def bytes_source(source: ByteSource) -> Observable[bytes]:
     ``close_on_done`` at a crossed limit) stops the reading at once, before ``subscribe()`` has even returned the
     source's own disposable.
     """
-    make = pieces_of(source)
+    make = pieces_of(source, limits)
 
     def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
         disposed = False

@@ -7,25 +7,38 @@ reads (backpressure) and leaving the loop early closes the source.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator
 
 from reactivex.subject import Subject
 
 from operators import Chunk, Limits, Rule
 
+from ._responses import aresponse_pieces, http_response_of, is_async_response
 from ._sources import ByteSource, pieces_of
 from ._translate import translate
 
 __all__ = ["stream"]
 
 
-async def _aiter_pieces(source: AsyncIterable[bytes] | ByteSource) -> AsyncGenerator[bytes, None]:
-    if isinstance(source, AsyncIterable):
-        async for piece in source:
+def _pieces(source: AsyncIterable[bytes] | ByteSource, limits: Limits | None) -> AsyncIterator[bytes]:
+    """The source's reads as one async iterator; a source that cannot be read at all (a ``str``, a missing file)
+    raises here, before anything is subscribed."""
+    response = http_response_of(source)
+    if response is not None and is_async_response(response):
+        return aresponse_pieces(response, limits)
+    if isinstance(source, AsyncIterable) and response is None:
+        return aiter(source)
+    return _async_of(pieces_of(source, limits)())
+
+
+async def _async_of(pieces: Iterator[bytes]) -> AsyncGenerator[bytes, None]:
+    try:
+        for piece in pieces:
             yield piece
-    else:
-        for piece in pieces_of(source)():
-            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
 
 
 async def stream(
@@ -37,9 +50,11 @@ async def stream(
 ) -> AsyncIterator[Chunk]:
     """``async for chunk in stream(source)``: the same chunks as ``translate``, read at the caller's pace.
 
-    ``source`` is an async iterable of bytes (for example ``response.aiter_bytes()``), or anything ``translate``
-    takes. Leaving the loop early disposes the chain and closes the source.
+    ``source`` is an async iterable of bytes (for example ``response.aiter_bytes()``), an ``httpx.Response`` of an
+    ``httpx.AsyncClient`` (classified first, as ``ChatClient`` does), or anything ``translate`` takes. Leaving the
+    loop early disposes the chain and closes the source.
     """
+    pieces = _pieces(source, limits)
     subject: Subject[bytes] = Subject()
     ready: list[Chunk] = []
     ended = False
@@ -51,7 +66,6 @@ async def stream(
     subscription = translate(subject, anomalies=anomalies, rules=rules, limits=limits).subscribe(
         on_next=ready.append, on_completed=on_completed
     )
-    pieces = _aiter_pieces(source)
     try:
         try:
             async for piece in pieces:
@@ -71,7 +85,7 @@ async def stream(
         ready.clear()
     finally:
         subscription.dispose()
-        await pieces.aclose()
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            await close()
+        for closable in (pieces, source if http_response_of(source) is None else None):
+            close = getattr(closable, "aclose", None)
+            if close is not None:
+                await close()

@@ -99,7 +99,7 @@ def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Obser
 
 
 def _parsed(source: ByteSource | Observable[bytes], limits: Limits | None) -> Observable[Batch[Signal]]:
-    observable = source if isinstance(source, Observable) else bytes_source(source)
+    observable = source if isinstance(source, Observable) else bytes_source(source, limits)
     return parse_sse(limits)(observable)
 
 
@@ -121,8 +121,9 @@ def translate(
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
 ) -> Observable[Chunk]:
-    """Bytes (or a path, an iterable of bytes, an Observable of bytes) to an ``Observable[Chunk]``. ``limits``
-    (default ``Limits()``) bounds what one response may carry (``LIMIT_EXCEEDED``)."""
+    """Bytes (or a ``pathlib.Path``, an ``httpx.Response``, an iterable of bytes, an Observable of bytes) to an
+    ``Observable[Chunk]``. ``limits`` (default ``Limits()``) bounds what one response may carry
+    (``LIMIT_EXCEEDED``). A response is classified by its status and content type first, as ``ChatClient`` does."""
     return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits))
 
 
