@@ -21,15 +21,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
 
-from operators import DEFAULT_LIMITS, Code, Failure, Limits, RetryPolicy
+from operators import DEFAULT_LIMITS, Failure, Limits, RetryPolicy
 from operators.extend import OWN_ERROR_TYPE
 
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
+from ._bodies import DROPPED_HEADERS, AsyncBody, Bytes, SyncBody, sse_headers
 from ._encode import error_event
 from ._sanitizer import Attempts, Sanitizer
 
@@ -37,7 +38,6 @@ __all__ = ["Mode", "SanitizingTransport"]
 
 Mode = Literal["stream", "buffered"]
 
-_DROPPED_HEADERS = {"content-length", "content-encoding", "transfer-encoding", "content-type", "connection"}
 
 
 def _streamed_chat(request: httpx.Request) -> dict[str, Any] | None:
@@ -56,23 +56,14 @@ def _bearer(request: httpx.Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _sse_headers(upstream: httpx.Response | None) -> dict[str, str]:
-    headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-    if upstream is not None:
-        for name, value in upstream.headers.items():
-            if name.lower() not in _DROPPED_HEADERS:
-                headers.setdefault(name.lower(), value)
-    return headers
-
-
 def _passthrough(upstream: httpx.Response, raw: bytes | int, failure: Failure) -> httpx.Response:
     """A final HTTP error as it came; a body past the bound is replaced by an OpenAI-shaped error naming the bound."""
     if isinstance(raw, int):
         error = {"message": failure.message, "type": OWN_ERROR_TYPE, "code": failure.code}
         raw = json.dumps({"error": error}).encode()
-    headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROPPED_HEADERS}
+    headers = {k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS}
     headers["content-type"] = upstream.headers.get("content-type", "application/json")
-    return httpx.Response(upstream.status_code, headers=headers, stream=_Bytes(raw))
+    return httpx.Response(upstream.status_code, headers=headers, stream=Bytes(raw))
 
 
 class _Settings:
@@ -133,19 +124,19 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body is None:
             return inner.handle_request(request)
         attempts = self._attempts()
-        settings = self._settings
-        limits = settings.limits
+        limits = self._settings.limits or DEFAULT_LIMITS
+        buffered = self._settings.mode == "buffered"
         while True:
             upstream = inner.handle_request(request)
             if is_event_stream(upstream):
-                result = _SyncBody.start(upstream, self._sanitizer(request, body), settings, attempts)
+                result = SyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
                 if isinstance(result, httpx.Response):
                     return result
                 time.sleep(result)
                 continue
-            raw = read_bounded_sync(upstream, (limits or DEFAULT_LIMITS).max_error_body_bytes)
+            raw = read_bounded_sync(upstream, limits.max_error_body_bytes)
             upstream.close()
-            failure = body_failure(upstream, raw, limits=limits or DEFAULT_LIMITS, origin=str(request.url.host))
+            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host))
             delay = attempts.delay_s(failure)
             if delay is not None:
                 time.sleep(delay)
@@ -173,12 +164,12 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body is None:
             return await inner.handle_async_request(request)
         attempts = self._attempts()
-        settings = self._settings
-        limits = settings.limits or DEFAULT_LIMITS
+        limits = self._settings.limits or DEFAULT_LIMITS
+        buffered = self._settings.mode == "buffered"
         while True:
             upstream = await inner.handle_async_request(request)
             if is_event_stream(upstream):
-                result = await _AsyncBody.start(upstream, self._sanitizer(request, body), settings, attempts)
+                result = await AsyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
                 if isinstance(result, httpx.Response):
                     return result
                 await asyncio.sleep(result)
@@ -208,139 +199,4 @@ def _final(upstream: httpx.Response, raw: bytes | int, failure: Failure) -> http
     event stream) as an event stream ending in the error event."""
     if upstream.status_code >= 300:
         return _passthrough(upstream, raw, failure)
-    return httpx.Response(200, headers=_sse_headers(upstream), stream=_Bytes(error_event(failure)))
-
-
-def _read_failure(exc: Exception) -> Failure:
-    if isinstance(exc, httpx.TimeoutException):
-        return Failure(Code.TIMEOUT, f"the upstream stopped sending: {type(exc).__name__}: {exc}")
-    return Failure(Code.TRANSPORT, f"reading the upstream response failed: {type(exc).__name__}: {exc}")
-
-
-class _Bytes(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A whole body, not yet read (``httpx.Response(content=...)`` would mark it read, and a client sending with
-    ``stream=True`` could then not iterate it)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield self._data
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self._data
-
-
-class _SyncBody(httpx.SyncByteStream):
-    """The client's body: what was ready when the response was handed over, then the rest as it is sanitized."""
-
-    def __init__(self, upstream: httpx.Response, reads: Iterator[bytes], sanitizer: Sanitizer, first: bytes) -> None:
-        self._upstream, self._reads, self._sanitizer, self._first = upstream, reads, sanitizer, first
-
-    @classmethod
-    def start(
-        cls, upstream: httpx.Response, sanitizer: Sanitizer, settings: _Settings, attempts: Attempts
-    ) -> httpx.Response | float:
-        """Reads until clean bytes are ready (stream mode) or the finish: the client's response, or the delay before
-        the next attempt when this one failed before a byte was forwarded and may be retried."""
-        reads = upstream.iter_bytes()
-        held: list[bytes] = []
-        while True:
-            try:
-                piece = next(reads, None)
-            except httpx.HTTPError as exc:
-                piece, out = None, sanitizer.fail(_read_failure(exc))
-            else:
-                out = sanitizer.close() if piece is None else sanitizer.feed(piece)
-            held.append(out)
-            finish = sanitizer.finish
-            if finish is not None or piece is None:
-                upstream.close()
-                failure = sanitizer.failure
-                delay = attempts.delay_s(failure) if failure is not None else None
-                if delay is not None:
-                    return delay
-                return httpx.Response(200, headers=_sse_headers(upstream), stream=_Bytes(b"".join(held)))
-            if out and settings.mode == "stream":
-                sanitizer.forwarded = True
-                body = cls(upstream, reads, sanitizer, b"".join(held))
-                return httpx.Response(200, headers=_sse_headers(upstream), stream=body)
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield self._first
-        sanitizer = self._sanitizer
-        try:
-            while sanitizer.finish is None:
-                try:
-                    piece = next(self._reads, None)
-                except httpx.HTTPError as exc:
-                    yield sanitizer.fail(_read_failure(exc))
-                    return
-                out = sanitizer.close() if piece is None else sanitizer.feed(piece)
-                if out:
-                    yield out
-                if piece is None:
-                    return
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self._sanitizer.dispose()
-        self._upstream.close()
-
-
-class _AsyncBody(httpx.AsyncByteStream):
-    """``_SyncBody`` for an async client."""
-
-    def __init__(
-        self, upstream: httpx.Response, reads: AsyncIterator[bytes], sanitizer: Sanitizer, first: bytes
-    ) -> None:
-        self._upstream, self._reads, self._sanitizer, self._first = upstream, reads, sanitizer, first
-
-    @classmethod
-    async def start(
-        cls, upstream: httpx.Response, sanitizer: Sanitizer, settings: _Settings, attempts: Attempts
-    ) -> httpx.Response | float:
-        reads = upstream.aiter_bytes()
-        held: list[bytes] = []
-        while True:
-            try:
-                piece = await anext(reads, None)
-            except httpx.HTTPError as exc:
-                piece, out = None, sanitizer.fail(_read_failure(exc))
-            else:
-                out = sanitizer.close() if piece is None else sanitizer.feed(piece)
-            held.append(out)
-            if sanitizer.finish is not None or piece is None:
-                await upstream.aclose()
-                failure = sanitizer.failure
-                delay = attempts.delay_s(failure) if failure is not None else None
-                if delay is not None:
-                    return delay
-                return httpx.Response(200, headers=_sse_headers(upstream), stream=_Bytes(b"".join(held)))
-            if out and settings.mode == "stream":
-                sanitizer.forwarded = True
-                body = cls(upstream, reads, sanitizer, b"".join(held))
-                return httpx.Response(200, headers=_sse_headers(upstream), stream=body)
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self._first
-        sanitizer = self._sanitizer
-        try:
-            while sanitizer.finish is None:
-                try:
-                    piece = await anext(self._reads, None)
-                except httpx.HTTPError as exc:
-                    yield sanitizer.fail(_read_failure(exc))
-                    return
-                out = sanitizer.close() if piece is None else sanitizer.feed(piece)
-                if out:
-                    yield out
-                if piece is None:
-                    return
-        finally:
-            await self.aclose()
-
-    async def aclose(self) -> None:
-        self._sanitizer.dispose()
-        await self._upstream.aclose()
+    return httpx.Response(200, headers=sse_headers(upstream), stream=Bytes(error_event(failure)))
