@@ -9,6 +9,7 @@ model and a generated id otherwise), so a client sees the provider's own id.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
@@ -27,6 +28,8 @@ from pipeline.transport import redact_key
 from ._encode import Identity, OpenAIEncoder
 
 __all__ = ["Attempts", "Sanitizer"]
+
+_log = logging.getLogger("llm_stream.sanitize")
 
 _SNIFF_BYTES = 64 * 1024
 
@@ -149,10 +152,18 @@ class Attempts:
     retries: int = 0
 
     def delay_s(self, failure: Failure) -> float | None:
-        if not self.policy.is_retryable(failure) or not self.policy.allows(self.retries + 1):
+        retry = self.retries + 1
+        if not self.policy.is_retryable(failure) or not self.policy.allows(retry):
+            _log.warning("final failure after %d retr%s: %s: %s", self.retries, "y" if self.retries == 1 else "ies",
+                         failure.code, failure.message)
             return None
-        delay = self.policy.delay_ms(self.retries + 1, failure, self.random)
+        delay = self.policy.delay_ms(retry, failure, self.random)
         if delay is None:
+            _log.warning("final failure: %s asks to wait %.0f ms, longer than the policy allows: %s",
+                         failure.code, failure.retry_after_ms or 0, failure.message)
             return None
-        self.retries += 1
+        self.retries = retry
+        waited = "Retry-After" if failure.retry_after_ms is not None and delay == failure.retry_after_ms else "backoff"
+        _log.info("retry %d before the first byte in %.0f ms (%s): %s: %s", retry, delay, waited, failure.code,
+                  failure.message)
         return delay / 1000

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import httpx
 
-from operators import DEFAULT_LIMITS, Failure, Limits, RetryPolicy
+from operators import DEFAULT_LIMITS, Code, Failure, Limits, RetryPolicy
 from operators.extend import OWN_ERROR_TYPE
 
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
@@ -127,7 +127,14 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         limits = self._settings.limits or DEFAULT_LIMITS
         buffered = self._settings.mode == "buffered"
         while True:
-            upstream = inner.handle_request(request)
+            try:
+                upstream = inner.handle_request(request)
+            except httpx.TransportError as exc:
+                delay = attempts.delay_s(_connect_failure(request, exc))
+                if delay is None:
+                    raise  # the client's own error (the SDK's APIConnectionError), as without the transport
+                time.sleep(delay)
+                continue
             if is_event_stream(upstream):
                 result = SyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
                 if isinstance(result, httpx.Response):
@@ -136,7 +143,7 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 continue
             raw = read_bounded_sync(upstream, limits.max_error_body_bytes)
             upstream.close()
-            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host))
+            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host), api_key=_bearer(request))
             delay = attempts.delay_s(failure)
             if delay is not None:
                 time.sleep(delay)
@@ -167,7 +174,14 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         limits = self._settings.limits or DEFAULT_LIMITS
         buffered = self._settings.mode == "buffered"
         while True:
-            upstream = await inner.handle_async_request(request)
+            try:
+                upstream = await inner.handle_async_request(request)
+            except httpx.TransportError as exc:
+                delay = attempts.delay_s(_connect_failure(request, exc))
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
             if is_event_stream(upstream):
                 result = await AsyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
                 if isinstance(result, httpx.Response):
@@ -176,7 +190,7 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 continue
             raw = await read_bounded(upstream, limits.max_error_body_bytes)
             await upstream.aclose()
-            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host))
+            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host), api_key=_bearer(request))
             delay = attempts.delay_s(failure)
             if delay is not None:
                 await asyncio.sleep(delay)
@@ -192,6 +206,12 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         return Sanitizer(
             model=model if isinstance(model, str) else "unknown", limits=self._settings.limits, api_key=_bearer(request)
         )
+
+
+def _connect_failure(request: httpx.Request, exc: httpx.TransportError) -> Failure:
+    """A request that got no response: ``TIMEOUT`` for a timeout, ``TRANSPORT`` otherwise (both retryable)."""
+    code = Code.TIMEOUT if isinstance(exc, httpx.TimeoutException) else Code.TRANSPORT
+    return Failure(code, f"request to {request.url.host} failed: {type(exc).__name__}: {exc}")
 
 
 def _final(upstream: httpx.Response, raw: bytes | int, failure: Failure) -> httpx.Response:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import socket
 import uuid
 from collections.abc import Iterator
 
@@ -159,3 +161,38 @@ def test_a_sync_transport_in_an_async_client_is_refused_with_a_clear_error(emu: 
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="'stream' or 'buffered'"):
         SanitizingTransport(mode="eager")  # type: ignore[arg-type]
+
+
+def test_a_connection_failure_is_retried_then_raised_as_the_clients_own_error() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    tries: list[str] = []
+
+    class Counting(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            tries.append(request.url.path)
+            return super().handle_request(request)
+
+    with (
+        httpx.Client(transport=SanitizingTransport(Counting(), retry_policy=FAST)) as http,
+        pytest.raises(httpx.ConnectError),
+    ):
+        http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=BODY)
+    assert len(tries) == 3  # the first attempt and max_retries=2 retries
+
+
+def test_each_retry_and_the_final_failure_are_logged_without_the_key(
+    emu: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "sk-secret-0123456789abcdef"
+    headers = {"x-emulator-profile": "never-identified", "x-emulator-key": uuid.uuid4().hex}
+    with caplog.at_level(logging.INFO, logger="llm_stream"):
+        transport = SanitizingTransport(retry_policy=FAST)
+        with httpx.Client(transport=transport, headers={"authorization": f"Bearer {key}"}) as http:
+            http.post(f"{emu.base_url}/chat/completions", json=BODY, headers=headers)
+    records = [r for r in caplog.records if r.name == "llm_stream.sanitize"]
+    assert [r.levelname for r in records] == ["INFO", "INFO", "WARNING"]
+    assert "retry 1 before the first byte" in records[0].getMessage()
+    assert "MALFORMED_TOOL_CALL" in records[2].getMessage()
+    assert all(key not in r.getMessage() for r in caplog.records)
