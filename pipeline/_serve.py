@@ -12,8 +12,8 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import uvicorn
 
@@ -67,48 +67,66 @@ def serve(server: uvicorn.Server, sock: socket.socket) -> None:
 
 
 class BackgroundServer:
-    """One uvicorn server on a bound socket, run in a daemon thread; ``start`` returns once it accepts connections,
-    ``stop`` cuts open connections (even stalled streams) and joins the thread."""
+    """One uvicorn server on a bound socket, run in a daemon thread (the base of ``Emulator`` and ``Proxy``):
+    ``start`` returns once it accepts connections, ``stop`` cuts open connections (even stalled streams) and joins
+    the thread; a context manager, sync and async. A subclass gives ``make_server`` and its ``name``."""
 
-    def __init__(self, make_server: Callable[[], uvicorn.Server], host: str, port: int, name: str) -> None:
-        self._make_server, self.host, self._requested_port, self._name = make_server, host, port, name
-        self.port: int | None = None
+    name = "server"
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self._requested_port = port
+        self._port: int | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
+    def make_server(self) -> uvicorn.Server:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError(f"The {self.name} has no port yet: call start() (or use it as a context manager).")
+        return self._port
+
     @property
     def url(self) -> str:
-        if self.port is None:
-            raise RuntimeError(f"The {self._name} has no port yet: call start() (or use it as a context manager).")
         return url_of(self.host, self.port)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI ``base_url``: ``http://127.0.0.1:<port>/v1``."""
+        return f"{self.url}/v1"
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, timeout: float = 10.0) -> None:
+    def start(self, timeout: float = 10.0) -> Self:
+        """Bind the port, start serving, and return once the server accepts connections."""
         if self.running:
-            return
+            return self
         sock = bind(self.host, self._requested_port)
-        self.port = sock.getsockname()[1]
-        server = self._make_server()
+        self._port = sock.getsockname()[1]
+        server = self.make_server()
         self._error = None
-        thread = threading.Thread(target=self._run, args=(server, sock), name=f"{self._name}:{self.port}", daemon=True)
+        thread = threading.Thread(target=self._run, args=(server, sock), name=f"{self.name}:{self._port}", daemon=True)
         thread.start()
         self._server, self._thread = server, thread
         deadline = time.monotonic() + timeout
         while not server.started:
             if not thread.is_alive():
                 self._server = self._thread = None
-                raise RuntimeError(f"The {self._name} failed to start on {self.url}: {self._error!r}") from self._error
+                raise RuntimeError(f"The {self.name} failed to start on {self.url}: {self._error!r}") from self._error
             if time.monotonic() >= deadline:
                 self.stop()
-                raise TimeoutError(f"The {self._name} did not start within {timeout} s on {self.url}.")
+                raise TimeoutError(f"The {self.name} did not start within {timeout} s on {self.url}.")
             time.sleep(0.002)
+        return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop at once. Idempotent."""
+        """Stop at once: open streams (even stalled ones) are cut. Idempotent."""
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is None or thread is None:
@@ -117,7 +135,7 @@ class BackgroundServer:
         server.force_exit = True
         thread.join(timeout)
         if thread.is_alive():
-            raise TimeoutError(f"The {self._name} on {self.url} did not stop within {timeout} s.")
+            raise TimeoutError(f"The {self.name} on {self.url} did not stop within {timeout} s.")
 
     def _run(self, server: uvicorn.Server, sock: socket.socket) -> None:
         try:
@@ -136,3 +154,23 @@ class BackgroundServer:
                 transport = getattr(connection, "transport", None)
                 if isinstance(transport, asyncio.BaseTransport):
                     transport.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._port is not None else "not started"
+        return f"{type(self).__name__}({where}, running={self.running})"

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from types import TracebackType
-from typing import Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -45,7 +43,7 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-class Emulator:
+class Emulator(BackgroundServer):
     """The emulator on a real loopback port, served from a background thread with its own event loop.
 
     ::
@@ -56,65 +54,18 @@ class Emulator:
             emu.state.requests, emu.state.disconnects
     """
 
+    name = "emulator"
+
     def __init__(self, port: int = 0, host: str = "127.0.0.1", config: EmulatorConfig | None = None) -> None:
-        self.host = host
+        super().__init__(host, port)
         self.config = config or EmulatorConfig()
         self.state = EmulatorState()
         self._gateway = Gateway(self.config, self.state)
         self.app: Starlette = self._gateway.app
-        self._background = BackgroundServer(self._make_server, host, port, "emulator")
 
-    def _make_server(self) -> uvicorn.Server:
+    def make_server(self) -> uvicorn.Server:
         _install_log_filter()
         return _Server(uvicorn_config(self._gateway.app, embedded=True), self._gateway)
-
-    @property
-    def port(self) -> int:
-        if self._background.port is None:
-            raise RuntimeError("The emulator has no port yet: call start() (or use it as a context manager).")
-        return self._background.port
-
-    @property
-    def url(self) -> str:
-        return url_of(self.host, self.port)
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI ``base_url``: ``http://127.0.0.1:<port>/v1``."""
-        return f"{self.url}/v1"
-
-    @property
-    def running(self) -> bool:
-        return self._background.running
-
-    def start(self, timeout: float = 10.0) -> Self:
-        """Bind the port, start serving, and return once the server accepts connections."""
-        self._background.start(timeout)
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop at once: open streams (even stalled ones) are cut. Idempotent."""
-        self._background.stop(timeout)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
-
-    def __repr__(self) -> str:
-        where = self.base_url if self._background.port is not None else "not started"
-        return f"Emulator({where}, running={self.running})"
 
 
 def run_emulator(host: str = "127.0.0.1", port: int = 8808, *, config: EmulatorConfig | None = None) -> None:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
-from types import TracebackType
-from typing import Self
 
 import httpx
 import uvicorn
@@ -130,50 +128,40 @@ async def _relay(response: httpx.Response) -> AsyncIterator[bytes]:
         await response.aclose()
 
 
-class Proxy:
+class Proxy(BackgroundServer):
     """The proxy on a loopback port, served from a background thread (tests, notebooks, benchmarks)::
 
     with Proxy(upstream=emulator.base_url) as proxy:
         client = openai.OpenAI(base_url=proxy.base_url, api_key=...)
     """
 
-    def __init__(self, upstream: str, *, port: int = 0, host: str = "127.0.0.1", mode: Mode = "stream",
-                 retry_policy: RetryPolicy | None = None, limits: Limits | None = None) -> None:
-        self.app = create_proxy_app(upstream, retry_policy=retry_policy, limits=limits, mode=mode)
-        self.host = host
-        self._background = BackgroundServer(self._make_server, host, port, "proxy")
+    name = "proxy"
 
-    def _make_server(self) -> uvicorn.Server:
-        return _ProxyServer(self.app, embedded=True)
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``."""
-        return f"{self._background.url}/v1"
-
-    @property
-    def url(self) -> str:
-        return self._background.url
-
-    def start(self, timeout: float = 10.0) -> Self:
-        self._background.start(timeout)
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._background.stop(timeout)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        mode: Mode = "stream",
+        retry_policy: RetryPolicy | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        self.stop()
+        super().__init__(host, port)
+        self.app = create_proxy_app(upstream, retry_policy=retry_policy, limits=limits, mode=mode)
+
+    def make_server(self) -> uvicorn.Server:
+        return _ProxyServer(self.app, embedded=True)
 
 
 def run_proxy(
-    upstream: str, *, host: str = "127.0.0.1", port: int = 8809, mode: Mode = "stream",
-    retry_policy: RetryPolicy | None = None, limits: Limits | None = None,
+    upstream: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8809,
+    mode: Mode = "stream",
+    retry_policy: RetryPolicy | None = None,
+    limits: Limits | None = None,
 ) -> None:
     """Serve the proxy in the foreground until Ctrl-C; ``OSError`` if the port cannot be bound, ``ValueError`` for a
     bad upstream URL."""
