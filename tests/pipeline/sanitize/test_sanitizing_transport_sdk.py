@@ -3,6 +3,7 @@ transport, against the loopback emulator's fault profiles: exactly the right too
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
@@ -171,12 +172,8 @@ async def test_langchain_chat_openai_astream_with_tools_gets_the_right_calls(emu
 
 
 def _compact(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True)
 
 
 def _compact_text(arguments: str) -> str:
-    import json
-
     return _compact(json.loads(arguments))
