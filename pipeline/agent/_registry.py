@@ -64,7 +64,7 @@ from ._tool import Tool, ToolResult
 
 __all__ = ["ToolRegistry"]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("llm_stream.agent")  # the llm_stream tree (pipeline/_logging.py)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
