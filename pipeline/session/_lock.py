@@ -33,6 +33,8 @@ import attrs
 from ._errors import SessionError, SessionLockedError
 
 __all__ = [
+    "CLOEXEC",
+    "NOFOLLOW",
     "WINDOWS_LOCK_LENGTH",
     "WINDOWS_LOCK_OFFSET",
     "Lock",
@@ -115,8 +117,11 @@ LOCKING = locking_for(os.name)
 """The lock this process uses (``Lock.acquire`` reads it at each call)."""
 
 _BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation on the raw descriptor
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # Windows descriptors are not inheritable by default
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX: a FIFO cannot hang the open
+CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+"""``O_CLOEXEC`` where there is one (Windows descriptors are not inherited by default)."""
+NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+"""``O_NOFOLLOW`` where there is one; 0 on Windows, where ``os.open`` has no such flag."""
 
 
 def os_error(path: Path, exc: OSError, action: str) -> SessionError:
@@ -129,7 +134,7 @@ def open_regular(path: Path, flags: int, action: str) -> tuple[int, os.stat_resu
     """``os.open`` of a regular file (``O_NONBLOCK`` where there is one, so a FIFO cannot hang the open; binary on
     Windows); ``SessionError`` for a directory, a device, a FIFO or any ``OSError``."""
     try:
-        fd = os.open(path, flags | _CLOEXEC | _BINARY | _NONBLOCK)
+        fd = os.open(path, flags | CLOEXEC | _BINARY | _NONBLOCK)
     except IsADirectoryError:
         raise SessionError(f"cannot {action} session log {path}: it is a directory, not a file") from None
     except PermissionError as exc:
