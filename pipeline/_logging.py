@@ -5,7 +5,7 @@ What is logged (docs/decisions/0020-environment-and-logging.md)::
     llm_stream.transport   INFO     retrying (attempt 1 of 3) in 250 ms after RATE_LIMIT (status 429, Retry-After
                                     250 ms): slow down
                            WARNING  the request failed after 2 attempts: TIMEOUT: no byte for 300 s
-                           DEBUG    anomaly empty-name-continuation at block 1: ...
+                           DEBUG    anomaly empty-identity at block 0: name '' ignored, keeping 'get_weather'
     llm_stream.operators   ERROR    an operator raised ...: the response ends with UNKNOWN (with the traceback)
     llm_stream.agent       DEBUG    a tool's failure, with its traceback
 
@@ -33,7 +33,7 @@ from reactivex import Observable, abc
 
 from operators import Anomaly, Chunk, Failure, Finish, Retry
 
-__all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets"]
+__all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets", "register_secret"]
 
 ROOT = "llm_stream"
 ENV_VAR = "LLM_STREAM_LOG"
