@@ -24,6 +24,7 @@ Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ._block_texts import BlockTexts
@@ -46,6 +47,8 @@ from ._signals import Done, FinishSeen, Halt, PendingFinish, Rule, Signal, Strea
 from ._stage import BaseStage, Batch, stage_operator
 
 __all__ = ["close_on_done", "describe_missing_identity"]
+
+_log = logging.getLogger("llm_stream.operators")  # docs/decisions/0020-environment-and-logging.md
 
 
 def describe_missing_identity(calls: list[ToolCallState]) -> str:
@@ -143,7 +146,8 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         if isinstance(error, StreamFailure):
             aborted = error.failure.code == Code.ABORTED
             self._fail(out, FinishReason("aborted" if aborted else "error", error.failure))
-        else:
+        else:  # a bug, in our code or in a user's operator: say where, with the traceback
+            _log.error("an operator raised %s: the response ends with UNKNOWN", type(error).__name__, exc_info=error)
             self._fail(out, FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
         return True
 

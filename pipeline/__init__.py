@@ -14,6 +14,7 @@
 
 from operators import Limits, LlmStreamError, RetryPolicy
 
+from . import _logging
 from .agent import (
     Tool,
     ToolDefinitionError,
@@ -55,6 +56,8 @@ from .session import (
     repair,
 )
 from .transport import ChatClient, ClientConfig, ConfigError, InsecureBaseUrlWarning
+
+_logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 
 __all__ = [
     "Assembler",

@@ -45,7 +45,6 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import logging
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -55,6 +54,7 @@ from typing import Any, TypeVar, overload
 
 import attrs
 
+from .._logging import get_logger
 from ._call import prepare, result_from_value
 from ._convert import Binder, binder_for
 from ._errors import ToolDefinitionError
@@ -64,7 +64,7 @@ from ._tool import Tool, ToolResult
 
 __all__ = ["ToolRegistry"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger("agent")  # llm_stream.agent (docs/decisions/0020-environment-and-logging.md)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -40,6 +40,7 @@ from operators import (
 )
 from pipeline.compose import Assembler, AssistantMessage, apply, to_chunks, translate_batches
 
+from .._logging import get_logger, log_chunks
 from ._config import ClientConfig
 from ._source import Pace, http_source
 
@@ -172,9 +173,10 @@ class ChatClient:
             policy = retry if isinstance(retry, RetryPolicy) else self.retry_policy
             chain.append(retry_when_retryable(policy, scheduler=scheduler))
         attempts = self.attempts(body, rules=rules, pace=pace)
-        chunks: Observable[Chunk] = to_chunks(anomalies=anomalies)(apply(attempts, chain))
+        chunks: Observable[Chunk] = to_chunks(anomalies=True)(apply(attempts, chain))  # logged even when not asked for
         # last, so stream(), complete(), run_turn and the session see only chunks without the key
-        return redact_key(self.config.api_key)(chunks)
+        redacted = redact_key(self.config.api_key)(chunks)
+        return log_chunks(get_logger("transport"), api_key=self.config.api_key, pass_anomalies=anomalies)(redacted)
 
     async def stream(
         self,

@@ -110,21 +110,30 @@ class ClientConfig:
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ClientConfig:
-        """Arguments first, then ``LLM_STREAM_BASE_URL`` / ``LLM_STREAM_API_KEY`` / ``LLM_STREAM_MODEL``, then
-        ``DEEPSEEK_API_KEY`` or ``OPENAI_API_KEY`` when the base URL is theirs. A non-loopback URL needs a key."""
+        """Each setting from the first of (docs/decisions/0020-environment-and-logging.md):
+
+        - base URL: ``base_url``, ``LLM_STREAM_BASE_URL``, ``OPENAI_BASE_URL``, then ``https://api.deepseek.com/v1``;
+        - API key: ``api_key``, ``LLM_STREAM_API_KEY``, ``OPENAI_API_KEY``, then the key the host's provider names
+          (``DEEPSEEK_API_KEY`` for ``api.deepseek.com``); ``OPENAI_API_KEY`` is sent only to ``api.openai.com`` or
+          to the origin of ``OPENAI_BASE_URL``, never to another host by accident;
+        - model: ``model``, ``LLM_STREAM_MODEL``, then the provider's default (``clean`` on loopback).
+
+        A non-loopback URL needs a key and a model (``ConfigError`` says which variable to set)."""
         env = os.environ if env is None else env
-        url = (base_url or env.get("LLM_STREAM_BASE_URL") or "https://api.deepseek.com/v1").rstrip("/")
+        openai_url = (env.get("OPENAI_BASE_URL") or "").strip()
+        url = (base_url or env.get("LLM_STREAM_BASE_URL") or openai_url or "https://api.deepseek.com/v1").rstrip("/")
         host = urlsplit(url).hostname or ""
         known = _KNOWN_HOSTS.get(host)
-        key = api_key or env.get("LLM_STREAM_API_KEY") or (env.get(known[0]) if known else None)
+        openai_key = env.get("OPENAI_API_KEY") if _openai_key_may_go_to(url, openai_url) else None
+        provider_key = env.get(known[0]) if known else None
+        key = api_key or env.get("LLM_STREAM_API_KEY") or openai_key or provider_key
         chosen_model = model or env.get("LLM_STREAM_MODEL") or (known[1] if known else None)
         if chosen_model is None:
             if not is_loopback(url):
                 raise ConfigError(f"no model for {url}: pass --model or set LLM_STREAM_MODEL")
             chosen_model = "clean"
         if not key and not is_loopback(url):
-            hint = f" or {known[0]}" if known else ""
-            raise ConfigError(f"no API key for {url}: set LLM_STREAM_API_KEY{hint}")
+            raise ConfigError(f"no API key for {url}: {_key_hint(known, env)}")
         return cls(
             base_url=url,
             model=chosen_model,
@@ -133,3 +142,39 @@ class ClientConfig:
             total_timeout=DEFAULT_TOTAL_TIMEOUT if total_timeout is None else total_timeout,
             limits=DEFAULT_LIMITS if limits is None else limits,
         )
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """``(scheme, host, port)`` with the default port filled in; None for a URL without a host or with a bad port."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return scheme, parts.hostname.lower(), port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def _openai_key_may_go_to(url: str, openai_url: str) -> bool:
+    """``OPENAI_API_KEY`` goes to OpenAI's own host, and to ``OPENAI_BASE_URL``'s origin: the pair the user set
+    together, as for the openai SDK. Any other host (a gateway named by ``base_url`` or ``LLM_STREAM_BASE_URL``,
+    another provider, loopback) does not get it."""
+    target = _origin(url)
+    if target is None:
+        return False
+    if target[1] == "api.openai.com":
+        return True
+    return bool(openai_url) and _origin(openai_url) == target
+
+
+def _key_hint(known: tuple[str, str] | None, env: Mapping[str, str]) -> str:
+    hint = f"set LLM_STREAM_API_KEY or {known[0]}" if known else "set LLM_STREAM_API_KEY"
+    if env.get("OPENAI_API_KEY") and not (known and known[0] == "OPENAI_API_KEY"):
+        hint += (" (OPENAI_API_KEY is set, but it is sent only to api.openai.com or to OPENAI_BASE_URL's host; set "
+                 "OPENAI_BASE_URL to this URL to send it here)")
+    return hint

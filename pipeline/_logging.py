@@ -1,0 +1,219 @@
+"""Logging through ``logging.getLogger("llm_stream")`` and its children, shared below the ``pipeline`` subpackages.
+
+What is logged (docs/decisions/0020-environment-and-logging.md)::
+
+    llm_stream.transport   INFO     retrying (attempt 1 of 3) in 250 ms after RATE_LIMIT (status 429, Retry-After
+                                    250 ms): slow down
+                           WARNING  the request failed after 2 attempts: TIMEOUT: no byte for 300 s
+                           DEBUG    anomaly empty-identity at block 0: name '' ignored, keeping 'get_weather'
+    llm_stream.operators   ERROR    an operator raised ...: the response ends with UNKNOWN (with the traceback)
+    llm_stream.agent       DEBUG    a tool's failure, with its traceback
+
+- ``get_logger(child)`` is ``logging.getLogger("llm_stream.<child>")`` with the redacting filter attached.
+- ``log_chunks(logger, api_key=...)`` is a tap on a chunk stream (``ChatClient.chunks`` and the sanitizing transport
+  end with it): it passes every chunk on unchanged and logs the retries, the final failure and the anomalies.
+- The API key never reaches a log record: ``log_chunks`` redacts its messages, and registers the key with the filter
+  that every ``llm_stream`` logger made by ``get_logger`` (and ``llm_stream.operators``) carries, which redacts the
+  message, its arguments and a traceback's text of every record before any handler sees it.
+- ``LLM_STREAM_LOG=debug|info|warning``, read once when ``pipeline`` is imported (``configure_from_env``), adds one
+  stderr handler to ``llm_stream`` at that level, as the openai SDK does for ``OPENAI_LOG``. Unset (or any other
+  value), the library adds only a ``NullHandler``: logging stays the application's choice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Mapping
+
+from reactivex import Observable, abc
+
+from operators import Anomaly, Chunk, Failure, Finish, Retry
+
+__all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets", "register_secret"]
+
+ROOT = "llm_stream"
+ENV_VAR = "LLM_STREAM_LOG"
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+FORMAT = "[%(asctime)s - %(name)s:%(lineno)d - %(levelname)s] %(message)s"
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8  # as the chunk redaction (docs/decisions/0015-redaction.md): shorter is no secret
+
+_lock = threading.Lock()
+_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(secret: str) -> re.Pattern[str]:
+    """The key, its code form (what an upper-cased ``finish_reason`` makes of it), or any start of either 8
+    characters or longer, in any letter case."""
+
+    def prefixes(text: str) -> str:
+        head, rest = re.escape(text[:MIN_SECRET_CHARS]), text[MIN_SECRET_CHARS:]
+        return head + "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
+
+    code_form = re.sub(r"[^A-Z0-9]+", "_", secret.upper()).strip("_")
+    forms = [prefixes(secret)]
+    if len(code_form) >= MIN_SECRET_CHARS and code_form.lower() != secret.lower():
+        forms.append(prefixes(code_form))
+    return re.compile("|".join(forms), re.IGNORECASE)
+
+
+def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
+    """``text`` without any registered key (or the keys given)."""
+    with _lock:
+        chosen = tuple(_patterns.values()) if secrets is None else tuple(_register(key) for key in secrets)
+    for pattern in chosen:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _register(secret: str) -> re.Pattern[str]:
+    pattern = _patterns.get(secret)
+    if pattern is None:
+        pattern = _patterns[secret] = _pattern(secret)
+    return pattern
+
+
+def register_secret(secret: str | None) -> None:
+    """Every later record of an ``llm_stream`` logger loses ``secret`` (ignored when None or too short)."""
+    if secret and len(secret) >= MIN_SECRET_CHARS:
+        with _lock:
+            _register(secret)
+
+
+class _RedactingFilter(logging.Filter):
+    """Rewrites a record before any handler sees it: the message (arguments merged) and a traceback's text."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _patterns:
+            return True
+        message = record.getMessage()
+        redacted = redact_secrets(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        if record.exc_info and record.exc_info[0] is not None:
+            text = logging.Formatter().formatException(record.exc_info)
+            clean = redact_secrets(text)
+            if clean != text:  # the traceback names the key: keep only its redacted text
+                record.exc_info, record.exc_text = None, clean
+        return True
+
+
+_FILTER = _RedactingFilter()
+
+
+def _with_filter(logger: logging.Logger) -> logging.Logger:
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
+
+
+def get_logger(child: str) -> logging.Logger:
+    """``logging.getLogger("llm_stream.<child>")``, with the redacting filter."""
+    return _with_filter(logging.getLogger(f"{ROOT}.{child}" if child else ROOT))
+
+
+def configure_from_env(env: Mapping[str, str] | None = None) -> logging.Handler | None:
+    """The library's logging set-up: a ``NullHandler`` on ``llm_stream``; with ``LLM_STREAM_LOG`` set to ``debug``,
+    ``info`` or ``warning``, one stderr handler at that level too (not added twice). Returns that handler."""
+    env = os.environ if env is None else env
+    root = _with_filter(logging.getLogger(ROOT))
+    _with_filter(logging.getLogger(f"{ROOT}.operators"))  # made by operators, which cannot import this module
+    if not any(isinstance(handler, logging.NullHandler) for handler in root.handlers):
+        root.addHandler(logging.NullHandler())
+    level = LEVELS.get(env.get(ENV_VAR, "").strip().lower())
+    if level is None:
+        return None
+    handler = next((h for h in root.handlers if getattr(h, "llm_stream_env", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.llm_stream_env = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter(FORMAT))
+        root.addHandler(handler)
+    handler.setLevel(level)
+    root.setLevel(level)
+    return handler
+
+
+# -- the chunk tap ---------------------------------------------------------------------------------------------
+
+
+def _failure_text(failure: Failure) -> str:
+    details = [f"status {failure.status}"] if failure.status is not None else []
+    if failure.retry_after_ms is not None:
+        details.append(f"Retry-After {failure.retry_after_ms:.0f} ms")
+    if failure.request_id is not None:
+        details.append(f"request id {failure.request_id}")
+    where = f" ({', '.join(details)})" if details else ""
+    return f"{failure.code}{where}: {failure.message}"
+
+
+class _Tap:
+    """Per subscription: the attempts counted, each interesting chunk logged."""
+
+    def __init__(self, logger: logging.Logger, secrets: tuple[str, ...]) -> None:
+        self.logger = logger
+        self.secrets = secrets
+        self.retries = 0
+
+    def log(self, level: int, text: str) -> None:
+        self.logger.log(level, redact_secrets(text, self.secrets) if self.secrets else text)
+
+    def on_next(self, chunk: Chunk) -> None:
+        if isinstance(chunk, Retry):
+            self.retries += 1
+            if self.logger.isEnabledFor(logging.INFO):
+                of = f" of {chunk.max_retries}" if chunk.max_retries is not None else ""
+                self.log(logging.INFO, f"retrying (attempt {chunk.attempt}{of}) in {chunk.delay_ms:.0f} ms after "
+                                       f"{_failure_text(chunk.failure)}")
+        elif isinstance(chunk, Finish):
+            self.finish(chunk)
+        elif isinstance(chunk, Anomaly) and self.logger.isEnabledFor(logging.DEBUG):
+            where = f" at block {chunk.index}" if chunk.index is not None else ""
+            self.log(logging.DEBUG, f"anomaly {chunk.kind}{where}: {chunk.detail}")
+
+    def finish(self, chunk: Finish) -> None:
+        reason = chunk.reason
+        attempts = f" after {self.retries + 1} attempts" if self.retries else ""
+        if reason.failure is None:
+            if self.logger.isEnabledFor(logging.DEBUG):
+                self.log(logging.DEBUG, f"the response finished{attempts}: {reason.kind}")
+            return
+        level = logging.INFO if reason.kind == "aborted" else logging.WARNING
+        verb = "was aborted" if reason.kind == "aborted" else "failed"
+        if self.logger.isEnabledFor(level):
+            self.log(level, f"the request {verb}{attempts}: {_failure_text(reason.failure)}")
+
+
+def log_chunks(
+    logger: logging.Logger, *, api_key: str | None = None, pass_anomalies: bool = True
+) -> Callable[[Observable[Chunk]], Observable[Chunk]]:
+    """A tap on a chunk stream: every chunk passes on unchanged; each ``retry`` is logged at INFO (attempt, code,
+    status, Retry-After, message, delay), an error finish at WARNING (an aborted one at INFO), anomalies and a
+    successful finish at DEBUG, with ``api_key`` redacted from every message (and registered with the filter).
+    ``pass_anomalies=False`` logs the anomalies without passing them on (for a stream that asks for none)."""
+    register_secret(api_key)
+    secrets = (api_key,) if api_key and len(api_key) >= MIN_SECRET_CHARS else ()
+
+    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
+        def subscribe(
+            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            tap = _Tap(logger, secrets)
+
+            def on_next(chunk: Chunk) -> None:
+                try:
+                    tap.on_next(chunk)
+                except Exception:  # logging never changes the stream
+                    logging.getLogger(ROOT).debug("logging a chunk failed", exc_info=True)
+                if pass_anomalies or not isinstance(chunk, Anomaly):
+                    observer.on_next(chunk)
+
+            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return operator
