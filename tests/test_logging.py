@@ -12,10 +12,12 @@ import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import reactivex as rx
 from leaky_gateway import CASES, KEY, LeakyGateway
+from reactivex import operators as rx_ops
 
 import pipeline
 from operators import Anomaly, Chunk, Code, Finish, Retry, RetryPolicy, Signal
@@ -235,3 +237,20 @@ def test_the_filter_removes_a_registered_key_from_a_message_its_arguments_and_a_
     assert secret[:10] not in text
     assert "calling with [redacted] failed (cut: [redacted])" in text
     assert "RuntimeError: Incorrect API key provided: [redacted]" in text
+
+
+def test_a_rule_after_close_on_done_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    def explode(source: Any) -> Any:
+        def boom(batch: Any) -> Any:
+            raise RuntimeError("late rule broke")
+
+        return source.pipe(rx_ops.map(boom))
+
+    with caplog.at_level(logging.ERROR, logger="llm_stream"):
+        chunks = pipeline.collect(b"data: [DONE]\n\n", rules=[*pipeline.protocol_rules(), explode])
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.code == "UNKNOWN"
+    (record,) = [r for r in caplog.records if r.name == "llm_stream.compose"]
+    assert record.exc_info is not None
+    assert "late rule broke" in str(record.exc_info[1])

@@ -38,7 +38,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("operators", "pipeline"):
         shutil.copytree(ROOT / name, tree / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, tree / name)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-v", "-w", str(out), str(tree)]
     if _setuptools_version() >= BUILD_REQUIREMENT:

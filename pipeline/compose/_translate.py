@@ -33,11 +33,14 @@ from operators import (
     coalesce_identity,
     parse_sse,
 )
-from operators.extend import CHUNK_TYPES, Operator
+from operators.extend import CHUNK_TYPES, Operator, StreamFailure
 
+from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
 
 __all__ = ["apply", "collect", "protocol_rules", "to_chunks", "translate", "translate_batches"]
+
+_log = get_logger("compose")
 
 
 def protocol_rules(limits: Limits | None = None) -> list[Rule]:
@@ -79,6 +82,12 @@ def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
                 observer.on_completed()
 
             def on_error(error: Exception) -> None:
+                if isinstance(error, StreamFailure):  # a chain without close_on_done: the source's own failure
+                    aborted = error.failure.code == Code.ABORTED
+                    end(FinishReason("aborted" if aborted else "error", error.failure))
+                    return
+                _log.error("a rule raised %s after close_on_done: the response ends with UNKNOWN",
+                           type(error).__name__, exc_info=error)
                 end(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
 
             def on_completed() -> None:

@@ -28,7 +28,7 @@ from ._errors import (
     SessionWriteError,
 )
 from ._events import FORMAT_VERSION, SessionEvent
-from ._lock import open_regular, os_error
+from ._lock import CLOEXEC, NOFOLLOW, open_regular, os_error
 from ._rules import SessionState, adopt_event
 from ._shape import seq_of
 
@@ -240,6 +240,10 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def fsync_directory(directory: Path) -> None:
+    """Makes a new or replaced entry durable (POSIX); Windows cannot open a directory for fsync, and NTFS journals
+    the entry itself."""
+    if os.name == "nt":
+        return
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
@@ -252,7 +256,7 @@ def append_file(path: Path, data: bytes) -> None:
     link or anything but a regular file at ``path``: it writes only a file of its own."""
     created = not path.exists()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | CLOEXEC | NOFOLLOW, FILE_MODE)
     except OSError as exc:
         raise os_error(path, exc, "append to") from None
     try:
@@ -272,7 +276,8 @@ def replace_file(path: Path, data: bytes) -> None:
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
-            os.fchmod(fd, FILE_MODE)
+            if hasattr(os, "fchmod"):  # not on Windows before Python 3.13, where the mode bits mean little anyway
+                os.fchmod(fd, FILE_MODE)
             write_all(fd, data)
             os.fsync(fd)
         finally:

@@ -25,7 +25,7 @@ from ._errors import SessionError, SessionValidationError, SessionWriteError
 from ._events import SessionEvent, event_line
 from ._file import FILE_MODE, LogWriter, encode_line, fsync_directory, load_bytes, parse_line, read_bytes, warn_torn
 from ._history import history
-from ._lock import Lock, open_regular, os_error, same_file
+from ._lock import CLOEXEC, NOFOLLOW, Lock, open_regular, os_error, same_file
 from ._rules import SessionState, adopt_event
 
 __all__ = ["INTERRUPTED_TOOL_RESULT", "Session"]
@@ -250,7 +250,7 @@ def _create(path: Path, *, create: bool, fsync: bool) -> bool:
     if not create:
         raise FileNotFoundError(errno.ENOENT, "session log does not exist (create=False)", str(path))
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, FILE_MODE)
     except FileExistsError:
         return False  # created by someone else meanwhile: open it as it is
     except OSError as exc:
