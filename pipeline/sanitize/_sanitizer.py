@@ -9,7 +9,6 @@ model and a generated id otherwise), so a client sees the provider's own id.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 import uuid
@@ -20,16 +19,17 @@ import msgspec
 from reactivex.abc import DisposableBase
 from reactivex.subject import Subject
 
-from operators import Chunk, Failure, Finish, Limits, RetryPolicy
+from operators import Anomaly, Chunk, Failure, Finish, Limits, RetryPolicy
 from operators.extend import StreamFailure
 from pipeline.compose import translate
 from pipeline.transport import redact_key
 
+from .._logging import get_logger, register_secret
 from ._encode import Identity, OpenAIEncoder
 
 __all__ = ["Attempts", "Sanitizer"]
 
-_log = logging.getLogger("llm_stream.sanitize")
+_log = get_logger("sanitize")
 
 _SNIFF_BYTES = 64 * 1024
 
@@ -53,7 +53,8 @@ class Sanitizer:
         self._pending: list[Chunk] = []
         self.forwarded = False
         """Whether any byte of this attempt has been handed to the client (set by the transport)."""
-        chunks = redact_key(api_key)(translate(self._subject, limits=limits))
+        register_secret(api_key)  # the log filter redacts it too
+        chunks = redact_key(api_key)(translate(self._subject, limits=limits, anomalies=True))
         self._subscription: DisposableBase = chunks.subscribe(on_next=self._on_chunk)
 
     @property
@@ -67,6 +68,14 @@ class Sanitizer:
         return finish.reason.failure if finish is not None else None
 
     def _on_chunk(self, chunk: Chunk) -> None:
+        if isinstance(chunk, Anomaly):
+            where = f" at block {chunk.index}" if chunk.index is not None else ""
+            _log.debug("anomaly %s%s: %s", chunk.kind, where, chunk.detail)
+            return
+        if isinstance(chunk, Finish) and chunk.reason.failure is not None and self.forwarded:
+            failure = chunk.reason.failure
+            _log.warning("failed after bytes were forwarded, ending with the in-band error event: %s: %s",
+                         failure.code, failure.message)
         if self._encoder is None:
             self._pending.append(chunk)
             return
