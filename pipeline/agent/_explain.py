@@ -86,7 +86,7 @@ def _explain(validator: Validator, error: SchemaError) -> list[str]:
     if "propertyNames" in error.absolute_schema_path:
         path = f"{path} (the property name {show(error.instance)})"
     keyword, expected, value = error.validator, error.validator_value, error.instance
-    if keyword is None:
+    if keyword is None or (keyword == "not" and (expected is True or expected == {})):  # false, or {"not": {}}
         return [f"{path}: no value is allowed here"]
     if keyword in ("anyOf", "oneOf"):
         return _alternatives(validator, error, path)
@@ -102,7 +102,7 @@ def _explain(validator: Validator, error: SchemaError) -> list[str]:
             for needed in needs
             if needed not in value
         ]
-    if keyword == "contains":
+    if keyword in ("contains", "minContains", "maxContains"):
         return [f"{path}: {_contains(validator, error)}"]
     if keyword == "items" and expected is False:
         allowed = len(error.schema.get("prefixItems", []))
@@ -169,10 +169,10 @@ def _unexpected(error: SchemaError, path: str) -> list[str]:
 
 
 def _contains(validator: Validator, error: SchemaError) -> str:
-    matching = validator.evolve(schema=error.validator_value)
+    matching = validator.evolve(schema=error.schema["contains"])
     matches = sum(1 for item in error.instance if matching.is_valid(item))
     most = error.schema.get("maxContains")
-    wanted = f"matching {show(error.validator_value)}"
+    wanted = f"matching {show(error.schema['contains'])}"
     if most is not None and matches > most:
         return f"expected at most {_count(most, 'item')} {wanted}, got {matches}"
     least = error.schema.get("minContains", 1)
@@ -208,9 +208,10 @@ def _alternatives(validator: Validator, error: SchemaError, path: str) -> list[s
     if not error.context:  # oneOf: more than one alternative matches
         count = sum(1 for branch in error.validator_value if validator.evolve(schema=branch).is_valid(error.instance))
         return [f"{path}: matches {count} of the oneOf alternatives, expected exactly one"]
-    branches: dict[int, list[SchemaError]] = {}
+    branches: dict[object, list[SchemaError]] = {}
     for problem in error.context:
-        branches.setdefault(int(problem.relative_schema_path[0]), []).append(problem)
+        where = problem.relative_schema_path
+        branches.setdefault(where[0] if where else -1, []).append(problem)
     admitting = [problems for problems in branches.values() if not any(_refuses_type(p) for p in problems)]
     if admitting:
         choices = _choices(admitting)

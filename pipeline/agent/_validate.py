@@ -61,7 +61,7 @@ def check_schema(schema: Mapping[str, Any]) -> CheckedSchema:
             f"tool parameters are not a valid JSON Schema (Draft 2020-12): at {json_path(problem.absolute_path)}: "
             f"{excerpt(problem.message)}"
         )
-    checked.validator = _validator_class()(checked, registry=api.referencing.Registry())
+    checked.validator = _validator_class()(_subschema(checked), registry=api.referencing.Registry())
     _check_references(checked, _root_resolver(checked), "$")
     return checked
 
@@ -125,6 +125,30 @@ _SCHEMA_KEYWORDS = (
 )
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_KEEP_FALSE = ("additionalProperties", "items", "unevaluatedItems", "unevaluatedProperties")
+
+
+def _with_paths(schema: object) -> Any:
+    """``schema`` with each ``false`` subschema written ``{"not": {}}``: the same schema, but ``jsonschema`` reports a
+    value refused by a bare ``false`` without its path and without the alternative it came from (``$`` instead of
+    ``$.secret``). The keywords that treat ``false`` themselves (``additionalProperties``, ``items``, ...) keep it."""
+    if not isinstance(schema, Mapping):
+        return schema
+    rewritten = dict(schema)
+    for keyword in _SCHEMA_KEYWORDS:
+        if keyword in schema:
+            rewritten[keyword] = _with_paths(schema[keyword]) if keyword in _KEEP_FALSE else _subschema(schema[keyword])
+    for keyword in _SCHEMA_MAPS:
+        if isinstance(schema.get(keyword), Mapping):
+            rewritten[keyword] = {name: _subschema(child) for name, child in schema[keyword].items()}
+    for keyword in _SCHEMA_LISTS:
+        if isinstance(schema.get(keyword), list):
+            rewritten[keyword] = [_subschema(child) for child in schema[keyword]]
+    return rewritten
+
+
+def _subschema(schema: object) -> Any:
+    return {"not": {}} if schema is False else _with_paths(schema)
 
 
 def _check_references(schema: object, resolver: Any, path: str) -> None:
