@@ -1,8 +1,10 @@
 """Tools and the turn loop: a tool registry with schemas from signatures, and ``run_turn``.
 
 _tool        Tool, ToolResult: the values
-_schema      schema_from_signature: a JSON Schema from type hints
-_validate    validate: the JSON Schema subset, with messages a model can act on
+_schema      schema_from_signature: a JSON Schema from type hints (nested and recursive types)
+_validate    validate, check_schema: JSON Schema Draft 2020-12 by jsonschema, each tool's schema compiled once
+_explain     the messages a model reads for what jsonschema finds
+_jsonvalue   a value's JSON type, JSON equality, JSON paths
 _convert     validated JSON -> the annotated Python types (the binder)
 _call        one call's edges: the model's arguments in, the tool's return value out
 _registry    ToolRegistry, and loading a tools module

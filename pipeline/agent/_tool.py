@@ -14,6 +14,7 @@ import attrs
 from ._errors import ToolDefinitionError
 from ._run import check_timeout
 from ._schema import schema_from_signature
+from ._validate import check_schema
 
 __all__ = ["Tool", "ToolFunc", "ToolResult"]
 
@@ -61,9 +62,12 @@ def _check_timeout(value: object) -> float | None:
         raise ToolDefinitionError(str(exc)) from None
 
 
-def _copy_schema(value: object) -> object:
-    # A private deep copy: the schema a tool validates against cannot change behind the registry's back.
-    return copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
+def _check_schema(value: object) -> object:
+    # Checked and compiled once, here, so a bad schema is a ToolDefinitionError when the tool is defined, and a call
+    # validates with the compiled validator. A private deep copy: the schema cannot change behind the registry's back.
+    if isinstance(value, Mapping) and value.get("type") == "object":
+        return check_schema(value)
+    return value  # _check_parameters refuses it
 
 
 @attrs.frozen
@@ -72,13 +76,14 @@ class Tool:
 
     ``func`` may be async or sync (a sync one runs in a daemon thread of its own). ``timeout`` is the seconds a
     call may run before it is abandoned with an error result (None: the registry's ``default_timeout``;
-    ``math.inf``: no limit). ``parameters`` is excluded from the hash (it is a dict). A field the API would refuse
-    raises ``ToolDefinitionError``.
+    ``math.inf``: no limit). ``parameters`` is excluded from the hash (it is a dict); it is checked against JSON
+    Schema Draft 2020-12 here, so a schema that is not valid, or whose ``$ref`` does not resolve, is refused when the
+    tool is defined. A field the API would refuse raises ``ToolDefinitionError``.
     """
 
     name: str = attrs.field(validator=_check_name)
     description: str = attrs.field(validator=_check_description)
-    parameters: Mapping[str, Any] = attrs.field(converter=_copy_schema, validator=_check_parameters, hash=False)
+    parameters: Mapping[str, Any] = attrs.field(converter=_check_schema, validator=_check_parameters, hash=False)
     func: ToolFunc = attrs.field(validator=_check_callable)
     timeout: float | None = attrs.field(default=None, converter=_check_timeout, kw_only=True)
 

@@ -1,213 +1,182 @@
-"""``validate``: the JSON Schema subset the registry derives and accepts, checked with messages a model can act on;
-and the JSON notions it rests on (a value's JSON type, JSON equality, the path of a property), which the argument
-conversion shares."""
+"""``validate``: a value checked against a JSON Schema (Draft 2020-12, by ``jsonschema``) with messages a model can
+act on (``_explain``); ``check_schema``: a tool's schema checked and compiled once, when the tool is defined; and the
+JSON notions the argument conversion shares (a value's JSON type, JSON equality, the path of a property).
+
+``jsonschema`` is imported on first use, so ``import pipeline`` costs nothing for a program that defines no tool
+(docs/decisions/0019-tool-schemas.md)."""
 
 from __future__ import annotations
 
-import math
-import operator
-import re
-import typing
+import copy
+import functools
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from .._json import is_json_number
-from ._quote import show
+from ._errors import ToolDefinitionError
+from ._explain import Validator, explain
+from ._jsonvalue import child_path, is_type, json_equal, json_path, json_type
+from ._quote import excerpt
 
-__all__ = ["child_path", "is_type", "json_equal", "json_type", "validate"]
+__all__ = ["CheckedSchema", "check_schema", "child_path", "is_type", "json_equal", "json_type", "validate"]
 
-_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+class CheckedSchema(dict[str, Any]):
+    """A JSON Schema that ``check_schema`` accepted, with its compiled validator: what ``Tool.parameters`` holds, so
+    each call validates without checking or compiling the schema again. It is equal to the plain ``dict``."""
+
+    __slots__ = ("validator",)
+    validator: Validator
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a copy or a pickle is checked and compiled anew
+        return check_schema, (dict(self),)
 
 
 def validate(instance: object, schema: Mapping[str, Any]) -> list[str]:
-    """The problems of ``instance`` against ``schema``, each prefixed by its JSON path; ``[]`` when valid.
+    """The problems of ``instance`` against ``schema`` (JSON Schema Draft 2020-12), each prefixed by the JSON path of
+    the value at fault; ``[]`` when valid.
 
-    A small validator for the subset ``schema_from_signature`` produces plus a few bounds: ``type`` (a name or a
-    list; ``integer`` accepts 3 and 3.0, never ``True`` or 1.5), ``enum``, ``anyOf`` / ``oneOf`` / ``allOf``,
-    ``properties`` / ``required`` / ``additionalProperties``, ``items``, ``minimum`` / ``maximum`` /
-    ``exclusiveMinimum`` / ``exclusiveMaximum``, ``minLength`` / ``maxLength``, ``minItems`` / ``maxItems``.
-    Other keywords are ignored.
+    Every keyword is checked (``$ref`` / ``$defs``, ``pattern``, ``const``, ``uniqueItems``, ``anyOf`` / ``oneOf``,
+    bounds, ...), except ``format``, an annotation only (as Draft 2020-12 has it by default). ``integer`` accepts 3
+    and 3.0, never ``True`` or 1.5; a tuple is an array. A ``CheckedSchema`` is validated with its compiled
+    validator; any other mapping is checked first, and a schema that is not valid raises ``ToolDefinitionError``.
 
         validate({"city": 3, "x": 1}, schema) == ['$.city: expected string, got integer', '$: unexpected property "x"']
     """
-    problems: list[str] = []
-    _validate(instance, schema, "$", problems)
-    return problems
+    checked = schema if isinstance(schema, CheckedSchema) else check_schema(schema)
+    return explain(checked.validator, checked.validator.iter_errors(instance))
 
 
-def _validate(instance: object, schema: object, path: str, out: list[str]) -> None:
-    if schema is False:
-        out.append(f"{path}: no value is allowed here")
-        return
+def check_schema(schema: Mapping[str, Any]) -> CheckedSchema:
+    """A private deep copy of ``schema`` with its compiled validator.
+
+    A schema that is not valid Draft 2020-12, or a ``$ref`` that does not resolve inside the schema (remote
+    references are never fetched), raises ``ToolDefinitionError`` saying where.
+    """
+    api = _jsonschema()
+    checked = CheckedSchema(copy.deepcopy(dict(schema)))
+    problem = api.exceptions.best_match(_meta_validator().iter_errors(checked))
+    if problem is not None:
+        raise ToolDefinitionError(
+            f"tool parameters are not a valid JSON Schema (Draft 2020-12): at {json_path(problem.absolute_path)}: "
+            f"{excerpt(problem.message)}"
+        )
+    checked.validator = _validator_class()(_subschema(checked), registry=api.referencing.Registry())
+    _check_references(checked, _root_resolver(checked), "$")
+    return checked
+
+
+class _Api:
+    """``jsonschema`` and ``referencing``, imported on first use."""
+
+    def __init__(self) -> None:
+        self.jsonschema: Any = importlib.import_module("jsonschema")
+        self.exceptions: Any = importlib.import_module("jsonschema.exceptions")
+        self.referencing: Any = importlib.import_module("referencing")
+        self.drafts: Any = importlib.import_module("referencing.jsonschema")
+        self.specifications: Any = importlib.import_module("jsonschema_specifications")
+
+
+@functools.cache
+def _jsonschema() -> _Api:
+    return _Api()
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 whose ``array`` also admits a tuple and whose ``object`` admits any mapping (the values a caller
+    of ``validate`` may hold; parsed JSON only ever has lists and dicts)."""
+    api = _jsonschema()
+    base = api.jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine_many(
+        {
+            "array": lambda _, value: isinstance(value, list | tuple),
+            "object": lambda _, value: isinstance(value, Mapping),
+        }
+    )
+    return api.jsonschema.validators.extend(base, type_checker=checker)
+
+
+@functools.cache
+def _meta_validator() -> Any:
+    """Checks a schema against the Draft 2020-12 meta-schema (what ``check_schema`` does, but every problem)."""
+    base = _jsonschema().jsonschema.Draft202012Validator
+    return base(base.META_SCHEMA)
+
+
+def _root_resolver(schema: Mapping[str, Any]) -> Any:
+    api = _jsonschema()
+    resource = api.drafts.DRAFT202012.create_resource(schema)
+    return api.specifications.REGISTRY.resolver_with_root(resource)
+
+
+_SCHEMA_KEYWORDS = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_KEEP_FALSE = ("additionalProperties", "items", "unevaluatedItems", "unevaluatedProperties")
+
+
+def _with_paths(schema: object) -> Any:
+    """``schema`` with each ``false`` subschema written ``{"not": {}}``: the same schema, but ``jsonschema`` reports a
+    value refused by a bare ``false`` without its path and without the alternative it came from (``$`` instead of
+    ``$.secret``). The keywords that treat ``false`` themselves (``additionalProperties``, ``items``, ...) keep it."""
+    if not isinstance(schema, Mapping):
+        return schema
+    rewritten = dict(schema)
+    for keyword in _SCHEMA_KEYWORDS:
+        if keyword in schema:
+            rewritten[keyword] = _with_paths(schema[keyword]) if keyword in _KEEP_FALSE else _subschema(schema[keyword])
+    for keyword in _SCHEMA_MAPS:
+        if isinstance(schema.get(keyword), Mapping):
+            rewritten[keyword] = {name: _subschema(child) for name, child in schema[keyword].items()}
+    for keyword in _SCHEMA_LISTS:
+        if isinstance(schema.get(keyword), list):
+            rewritten[keyword] = [_subschema(child) for child in schema[keyword]]
+    return rewritten
+
+
+def _subschema(schema: object) -> Any:
+    return {"not": {}} if schema is False else _with_paths(schema)
+
+
+def _check_references(schema: object, resolver: Any, path: str) -> None:
+    """Resolve every ``$ref`` of ``schema`` now, so an unresolvable one is a definition error, not a call error."""
     if not isinstance(schema, Mapping):
         return
-    names = _type_names(schema)
-    if names and not any(is_type(instance, name) for name in names):
-        out.append(f"{path}: expected {' or '.join(names)}, got {json_type(instance)}")
-        return
-    allowed = schema.get("enum")
-    if isinstance(allowed, list) and not any(json_equal(instance, value) for value in allowed):
-        choices = ", ".join(show(value) for value in allowed)
-        out.append(f"{path}: expected one of {choices}, got {show(instance)}")
-    for keyword in ("anyOf", "oneOf"):
-        branches = schema.get(keyword)
-        if isinstance(branches, list) and branches:
-            _validate_alternatives(instance, branches, keyword, path, out)
-    every = schema.get("allOf")
-    if isinstance(every, list):
-        for branch in every:
-            _validate(instance, branch, path, out)
-    if is_json_number(instance):
-        _validate_number(typing.cast(float, instance), schema, path, out)
-    elif isinstance(instance, str):
-        _validate_size(len(instance), schema, "minLength", "maxLength", "character", path, out)
-    elif isinstance(instance, list | tuple):
-        _validate_size(len(instance), schema, "minItems", "maxItems", "item", path, out)
-        items = schema.get("items")
-        if isinstance(items, Mapping | bool):
-            for index, item in enumerate(instance):
-                _validate(item, items, f"{path}[{index}]", out)
-    elif isinstance(instance, Mapping):
-        _validate_object(instance, schema, path, out)
-
-
-def _type_names(schema: Mapping[str, Any]) -> list[str]:
-    expected = schema.get("type")
-    if isinstance(expected, str):
-        return [expected]
-    if isinstance(expected, list):
-        return [name for name in expected if isinstance(name, str)]
-    return []
-
-
-def is_type(value: object, name: str) -> bool:
-    """Whether ``value`` has the JSON type ``name`` (``integer`` accepts 3 and 3.0, never ``True`` or 1.5)."""
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "integer":
-        if isinstance(value, float):
-            return math.isfinite(value) and value.is_integer()
-        return isinstance(value, int) and not isinstance(value, bool)
-    if name == "number":
-        return is_json_number(value)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "array":
-        return isinstance(value, list | tuple)
-    if name == "object":
-        return isinstance(value, Mapping)
-    return True  # an unknown type name constrains nothing
-
-
-def json_type(value: object) -> str:
-    """The JSON type name of ``value`` as an error message says it (``integer`` for 3, ``number`` for 1.5)."""
-    for name in ("null", "boolean", "string", "array", "object"):
-        if is_type(value, name):
-            return name
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return type(value).__name__
-
-
-def json_equal(a: object, b: object) -> bool:
-    """Equality as JSON sees it: ``1 == 1.0``, but ``True`` is neither ``1`` nor ``"1"``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if is_json_number(a) and is_json_number(b):
-        return a == b
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
-    if is_json_number(a) or is_json_number(b):
-        return False
-    return bool(a == b)
-
-
-def _validate_alternatives(instance: object, branches: list[Any], keyword: str, path: str, out: list[str]) -> None:
-    results: list[list[str]] = []
-    for branch in branches:
-        problems: list[str] = []
-        _validate(instance, branch, path, problems)
-        results.append(problems)
-    passing = sum(1 for problems in results if not problems)
-    if keyword == "oneOf" and passing > 1:
-        out.append(f"{path}: matches {passing} of the oneOf alternatives, expected exactly one")
-        return
-    if passing:
-        return
-    # The branches whose type admits the value explain the failure best (an object with a bad property, say).
-    admitting: list[list[str]] = [
-        problems
-        for branch, problems in zip(branches, results, strict=True)
-        if not isinstance(branch, Mapping)
-        or not _type_names(branch)
-        or any(is_type(instance, name) for name in _type_names(branch))
-    ]
-    if admitting:
-        fewest: list[str] = min(admitting, key=len)
-        out.extend(fewest)
-        return
-    names: list[str] = []
-    for branch in branches:
-        names.extend(name for name in _type_names(branch) if name not in names)
-    out.append(f"{path}: expected {' or '.join(names)}, got {json_type(instance)}")
-
-
-def _bound(schema: Mapping[str, Any], keyword: str) -> float | None:
-    bound = schema.get(keyword)
-    return bound if isinstance(bound, int | float) and not isinstance(bound, bool) else None
-
-
-def _validate_number(value: float, schema: Mapping[str, Any], path: str, out: list[str]) -> None:
-    checks = (
-        ("minimum", ">=", operator.ge),
-        ("exclusiveMinimum", ">", operator.gt),
-        ("maximum", "<=", operator.le),
-        ("exclusiveMaximum", "<", operator.lt),
-    )
-    for keyword, relation, holds in checks:
-        bound = _bound(schema, keyword)
-        if bound is not None and not holds(value, bound):
-            out.append(f"{path}: expected a number {relation} {bound}, got {show(value)}")
-
-
-def _validate_size(
-    size: int, schema: Mapping[str, Any], low: str, high: str, unit: str, path: str, out: list[str]
-) -> None:
-    minimum, maximum = _bound(schema, low), _bound(schema, high)
-    if minimum is not None and size < minimum:
-        out.append(f"{path}: expected at least {minimum} {unit}{'s' * (minimum != 1)}, got {size}")
-    if maximum is not None and size > maximum:
-        out.append(f"{path}: expected at most {maximum} {unit}{'s' * (maximum != 1)}, got {size}")
-
-
-def _validate_object(instance: Mapping[Any, Any], schema: Mapping[str, Any], path: str, out: list[str]) -> None:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        properties = {}
-    required = schema.get("required")
-    if isinstance(required, list):
-        for name in required:
-            if isinstance(name, str) and name not in instance:
-                out.append(f"{path}: missing required property {show(name)}")
-    additional = schema.get("additionalProperties", True)
-    for key, value in instance.items():
-        if key in properties:
-            _validate(value, properties[key], child_path(path, key), out)
-        elif additional is False:
-            allowed = f" (allowed: {', '.join(str(name) for name in properties)})" if properties else ""
-            out.append(f"{path}: unexpected property {show(key)}{allowed}")
-        elif isinstance(additional, Mapping):
-            _validate(value, additional, child_path(path, key), out)
-
-
-def child_path(path: str, key: object) -> str:
-    """The JSON path of a property: ``$.city``, or ``$["not an identifier"]``."""
-    if isinstance(key, str) and _IDENTIFIER_RE.fullmatch(key):
-        return f"{path}.{key}"
-    return f"{path}[{show(key)}]"
+    api = _jsonschema()
+    if isinstance(schema.get("$id"), str) and path != "$":
+        resolver = resolver.in_subresource(api.drafts.DRAFT202012.create_resource(schema))
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        try:
+            resolver.lookup(ref)
+        except api.referencing.exceptions.Unresolvable as exc:
+            raise ToolDefinitionError(
+                f"tool parameters: the $ref {ref!r} at {path} does not resolve ({type(exc).__name__}); "
+                "point it into the schema's own $defs (remote references are not fetched)"
+            ) from None
+    for keyword in _SCHEMA_KEYWORDS:
+        if keyword in schema:
+            _check_references(schema[keyword], resolver, child_path(path, keyword))
+    for keyword in _SCHEMA_MAPS:
+        children = schema.get(keyword)
+        if isinstance(children, Mapping):
+            for name, child in children.items():
+                _check_references(child, resolver, child_path(child_path(path, keyword), name))
+    for keyword in _SCHEMA_LISTS:
+        children = schema.get(keyword)
+        if isinstance(children, list):
+            for index, child in enumerate(children):
+                _check_references(child, resolver, f"{child_path(path, keyword)}[{index}]")

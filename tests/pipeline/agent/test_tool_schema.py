@@ -157,8 +157,19 @@ def test_unsupported_hint_names_the_parameter() -> None:
         params(tool)
 
 
-def test_recursive_type_is_rejected() -> None:
+def test_recursive_type_is_defined_once_and_referenced() -> None:
     def tool(tree: Node) -> None: ...
 
-    with pytest.raises(TypeError, match="recursive types are not supported"):
-        params(tool)
+    assert params(tool) == {
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/Node"}},
+        "required": ["tree"],
+        "additionalProperties": False,
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"child": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}},
+                "additionalProperties": False,
+            }
+        },
+    }
