@@ -67,6 +67,12 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         if isinstance(value, list | tuple):
             item = args[0] if args else Any
             return [_convert(item, element, f"{path}[{index}]") for index, element in enumerate(value)]
+    elif hint is tuple or origin is tuple:
+        if isinstance(value, list | tuple):
+            return _convert_tuple(args, value, path)
+    elif hint in _SETS or origin in _SETS:
+        if isinstance(value, list | tuple):
+            return _convert_set(origin or hint, args[0] if args else Any, value, path)
     elif hint is dict or hint is collections.abc.Mapping or origin is dict or origin is collections.abc.Mapping:
         if isinstance(value, Mapping):
             item = args[1] if len(args) == 2 else Any
@@ -81,6 +87,31 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
     else:
         return value  # a hint this module does not know: the value passes unchanged
     raise ConversionError(f"{path}: cannot convert {show(value)} to {qualified_name(hint)}")
+
+
+_SETS = (set, frozenset, collections.abc.Set)
+
+
+def _convert_tuple(args: tuple[Any, ...], value: list[Any] | tuple[Any, ...], path: str) -> tuple[Any, ...]:
+    """``tuple[X, ...]`` item by item with ``X``; ``tuple[X, Y]`` by position (the schema fixed the length)."""
+    if len(args) == 2 and args[1] is Ellipsis:
+        hints: tuple[Any, ...] = (args[0],) * len(value)
+    elif not args or args == ((),):
+        hints = (Any,) * len(value) if not args else ()
+    else:
+        hints = args
+    if len(hints) != len(value):
+        raise ConversionError(f"{path}: expected {len(hints)} items, got {show(value)}")
+    pairs = enumerate(zip(hints, value, strict=True))
+    return tuple(_convert(hint, element, f"{path}[{index}]") for index, (hint, element) in pairs)
+
+
+def _convert_set(kind: Any, item: Any, value: list[Any] | tuple[Any, ...], path: str) -> set[Any] | frozenset[Any]:
+    items = [_convert(item, element, f"{path}[{index}]") for index, element in enumerate(value)]
+    try:
+        return frozenset(items) if kind is frozenset else set(items)
+    except TypeError as exc:
+        raise ConversionError(f"{path}: cannot make a set of {show(value)}: {describe(exc)}") from exc
 
 
 def _convert_object(cls: type, value: Mapping[str, Any], path: str) -> Any:

@@ -194,7 +194,7 @@ class ToolRegistry:
         tool = entry.tool
         try:
             prepared = prepare(tool, entry.binder, arguments)
-        except Exception as exc:  # a malformed explicit schema, say: still a result, never an exception
+        except Exception as exc:  # a RecursionError on absurdly deep arguments, say: still a result, never raised
             _log.debug("checking the arguments of tool %s failed", tool.name, exc_info=True)
             return ToolResult(f'cannot check the arguments for tool "{tool.name}": {describe(exc)}', is_error=True)
         if isinstance(prepared, ToolResult):

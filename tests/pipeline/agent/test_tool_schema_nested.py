@@ -172,3 +172,19 @@ async def test_mutually_recursive_values_reach_the_tool_as_their_types() -> None
 
     assert (await registry.call("mount", json.dumps(sent))).text == "ok"
     assert received == [Folder("/", [{"name": "etc", "folder": Folder("etc")}])]
+
+
+async def test_tuple_and_set_parameters_reach_the_tool_as_tuples_and_sets() -> None:
+    seen: dict[str, object] = {}
+
+    def tool(pair: tuple[int, str], rest: tuple[float, ...], tags: set[str], codes: frozenset[int]) -> str:
+        seen.update(pair=pair, rest=rest, tags=tags, codes=codes)
+        return "ok"
+
+    registry = ToolRegistry()
+    registry.register(tool)
+    result = await registry.call("tool", '{"pair": [1, "a"], "rest": [1, 2.5], "tags": ["x", "y"], "codes": [3, 4]}')
+    assert not result.is_error, result.text
+    assert seen == {"pair": (1, "a"), "rest": (1.0, 2.5), "tags": {"x", "y"}, "codes": frozenset({3, 4})}
+    assert isinstance(seen["rest"], tuple)
+    assert all(isinstance(x, float) for x in seen["rest"])
