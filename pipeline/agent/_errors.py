@@ -9,8 +9,9 @@ __all__ = ["ToolDefinitionError"]
 
 class ToolDefinitionError(LlmStreamError, TypeError, ValueError):
     """A tool the registry cannot use: a name the API would refuse, parameters that are not an object schema (or
-    not valid JSON Schema Draft 2020-12, or with a ``$ref`` that does not resolve), a signature with no JSON Schema (``*args``, an unsupported hint), a second tool of the same name, a tools module
-    that cannot be loaded or exposes no tools.
+    not valid JSON Schema Draft 2020-12, or with a ``$ref`` that does not resolve), a signature with no JSON Schema
+    (``*args``, an unsupported hint), a second tool of the same name, a tools module that cannot be loaded or exposes
+    no tools.
 
     It is both a ``TypeError`` and a ``ValueError``: before it existed each of these raised one of the two, and an
     ``except TypeError`` or ``except ValueError`` written then still catches it (``io.UnsupportedOperation`` is an
