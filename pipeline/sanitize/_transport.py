@@ -39,7 +39,6 @@ __all__ = ["Mode", "SanitizingTransport"]
 Mode = Literal["stream", "buffered"]
 
 
-
 def _streamed_chat(request: httpx.Request) -> dict[str, Any] | None:
     """The JSON body of a streamed chat-completions request, else ``None`` (the request passes through)."""
     if request.method != "POST" or not request.url.path.rstrip("/").endswith("/chat/completions"):
@@ -66,22 +65,14 @@ def _passthrough(upstream: httpx.Response, raw: bytes | int, failure: Failure) -
     return httpx.Response(upstream.status_code, headers=headers, stream=Bytes(raw))
 
 
-class _Settings:
-    def __init__(self, retry_policy: RetryPolicy | None, limits: Limits | None, mode: Mode) -> None:
-        if mode not in ("stream", "buffered"):
-            raise ValueError(f"mode is 'stream' or 'buffered', got {mode!r}")
-        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy()
-        self.limits = limits
-        self.mode = mode
-
-
 class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """Wraps ``transport`` (default: httpx's own, sync or async as used) and sanitizes streamed chat completions.
 
     ``retry_policy`` (default ``RetryPolicy()``) decides which failures are retried before the client sees a byte;
     ``limits`` bounds each response as in ``pipeline.translate``; ``mode`` is ``"stream"`` (forward as soon as
-    clean bytes are ready) or ``"buffered"`` (hold the response until its finish). The same instance serves an
-    ``httpx.Client`` and an ``httpx.AsyncClient``.
+    clean bytes are ready) or ``"buffered"`` (hold the response until its finish); ``random`` is the backoff's
+    jitter source (inject a fixed one in tests). The same instance serves an ``httpx.Client`` and an
+    ``httpx.AsyncClient``.
     """
 
     def __init__(
@@ -93,19 +84,23 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         mode: Mode = "stream",
         random: Callable[[], float] | None = None,
     ) -> None:
-        self._settings = _Settings(retry_policy, limits, mode)
+        if mode not in ("stream", "buffered"):
+            raise ValueError(f"mode is 'stream' or 'buffered', got {mode!r}")
+        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy()
+        self.limits = limits
+        self.mode: Mode = mode
         self._random = random
         self._sync = transport if isinstance(transport, httpx.BaseTransport) else None
         self._async = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
         self._own_sync = self._own_async = transport is None
 
     def __repr__(self) -> str:
-        return f"SanitizingTransport(mode={self._settings.mode!r})"
+        return f"SanitizingTransport(mode={self.mode!r})"
 
     def _attempts(self) -> Attempts:
         if self._random is None:
-            return Attempts(self._settings.retry_policy)
-        return Attempts(self._settings.retry_policy, self._random)
+            return Attempts(self.retry_policy)
+        return Attempts(self.retry_policy, self._random)
 
     # -- sync -----------------------------------------------------------------------------------------------------
 
@@ -124,8 +119,8 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body is None:
             return inner.handle_request(request)
         attempts = self._attempts()
-        limits = self._settings.limits or DEFAULT_LIMITS
-        buffered = self._settings.mode == "buffered"
+        limits = self.limits or DEFAULT_LIMITS
+        buffered = self.mode == "buffered"
         while True:
             try:
                 upstream = inner.handle_request(request)
@@ -171,8 +166,8 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if body is None:
             return await inner.handle_async_request(request)
         attempts = self._attempts()
-        limits = self._settings.limits or DEFAULT_LIMITS
-        buffered = self._settings.mode == "buffered"
+        limits = self.limits or DEFAULT_LIMITS
+        buffered = self.mode == "buffered"
         while True:
             try:
                 upstream = await inner.handle_async_request(request)
@@ -204,7 +199,7 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def _sanitizer(self, request: httpx.Request, body: dict[str, Any]) -> Sanitizer:
         model = body.get("model")
         return Sanitizer(
-            model=model if isinstance(model, str) else "unknown", limits=self._settings.limits, api_key=_bearer(request)
+            model=model if isinstance(model, str) else "unknown", limits=self.limits, api_key=_bearer(request)
         )
 
 
