@@ -24,7 +24,7 @@ from operators.extend import StreamFailure
 from pipeline.compose import translate
 from pipeline.transport import redact_key
 
-from .._logging import get_logger, register_secret
+from .._logging import get_logger
 from ._encode import Identity, OpenAIEncoder
 
 __all__ = ["Attempts", "Sanitizer"]
@@ -53,7 +53,6 @@ class Sanitizer:
         self._pending: list[Chunk] = []
         self.forwarded = False
         """Whether any byte of this attempt has been handed to the client (set by the transport)."""
-        register_secret(api_key)  # the log filter redacts it too
         chunks = redact_key(api_key)(translate(self._subject, limits=limits, anomalies=True))
         self._subscription: DisposableBase = chunks.subscribe(on_next=self._on_chunk)
 
