@@ -1,0 +1,163 @@
+"""The SSE framing shared by every wire format's parse operator (``parse_sse`` for chat completions).
+
+Per the WHATWG rules: LF, CR and CRLF line ends (a CRLF split across two reads is one line end); a leading UTF-8 BOM
+is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies); ``data:`` with or without one
+space; several ``data:`` lines joined by ``\\n``; ``event:`` kept for the dispatch; ``id:``, ``retry:`` ignored; an
+event with no data dispatches nothing. It works on bytes and splits only at line-end bytes, so a UTF-8 character
+split across reads is never cut. Limits (docs/decisions/0014-limits.md): one line is counted while it is open, one
+event's joined data as each data line arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the
+stage, the same whatever the split. Framing is linear: an open line is kept as a list of pieces, joined once.
+"""
+
+from __future__ import annotations
+
+from ._chunks import Anomaly
+from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
+from ._signals import Done, Halt, Signal
+from ._stage import BaseStage
+
+__all__ = ["SseFraming", "quote"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def quote(payload: bytes, limit: int = 120) -> str:
+    return payload.decode("utf-8", errors="replace")[:limit]
+
+
+class SseFraming(BaseStage[bytes, Signal]):
+    """The SSE framing of every wire format: bytes in, one ``dispatch(payload, out)`` per complete event (its name
+    in ``self.event``), ``self.finished`` set by a subclass to stop reading. A format subclasses it with its own
+    ``dispatch`` and ``on_end`` (``parse_sse``: chat completions)."""
+
+    __slots__ = ("at_start", "data", "event", "finished", "head", "joined", "limits", "open_bytes", "pending",
+                 "pending_cr", "saw_finish")
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self.head = b""  # the first bytes while they may still be a split BOM
+        self.pending: list[bytes] = []  # the open line's pieces, joined once when it ends (linear framing)
+        self.open_bytes = 0  # bytes of the open line counted so far
+        self.at_start = True
+        self.pending_cr = False
+        self.data: list[bytes] = []
+        self.joined = 0  # bytes of the event's joined data, counted from its second data line on
+        self.event = b""
+        self.saw_finish = False
+        self.finished = False
+
+    # -- framing --------------------------------------------------------------------------------------------------
+
+    def on_batch(self, piece: bytes, out: list[Signal]) -> None:
+        if not piece or self.finished:  # after the finish nothing more is stored or parsed
+            return
+        if type(piece) is not bytes:
+            piece = bytes(piece)
+        if self.at_start:
+            if self.head:
+                piece = self.head + piece
+            if len(piece) < len(_BOM) and _BOM.startswith(piece):
+                self.head = piece
+                return
+            self.head = b""
+            if piece.startswith(_BOM):
+                piece = piece[len(_BOM) :]
+            self.at_start = False
+        if self.pending_cr:
+            self.pending_cr = False
+            if piece[:1] == b"\n":
+                piece = piece[1:]
+        if b"\r" in piece:  # a line end never spans pieces once a trailing CR is remembered
+            self.pending_cr = piece.endswith(b"\r")
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        limit = self.limits.max_event_bytes
+        pending = self.pending
+        if b"\n" not in piece:  # the line stays open: count it while it is open, keep the piece
+            if piece:
+                self.open_bytes += len(piece)
+                if self.open_bytes > limit:
+                    self._line_exceeded(out)
+                else:
+                    pending.append(piece)
+            return
+        if pending:
+            pending.append(piece)
+            buf = b"".join(pending)
+            pending.clear()
+        else:
+            buf = piece
+        lines = buf.split(b"\n")
+        rest = lines.pop()
+        long_lines = len(buf) > limit  # only then can one of these lines cross the limit
+        data = self.data
+        for position, line in enumerate(lines):
+            if long_lines and len(line) > limit:
+                self._line_exceeded(out)
+                return
+            if line[:5] == b"data:":
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                if data and self._joins_over(value, out):
+                    return
+                data.append(value)
+            elif not line:
+                if data:
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    data.clear()
+                    self.dispatch(payload, out)
+                    if self.finished:
+                        if type(out[-1]) is Done:
+                            self._report_after_done(lines[position + 1 :], rest, out)
+                        return
+                self.event = b""
+            elif line[:1] == b":":
+                out.append(Anomaly("comment", None, f"comment line ignored: {quote(line, 80)}"))
+            else:
+                field, _, value = line.partition(b":")
+                if value[:1] == b" ":
+                    value = value[1:]
+                if field == b"event":
+                    self.event = value
+                elif field == b"data":  # a bare "data" line carries an empty value
+                    if data and self._joins_over(value, out):
+                        return
+                    data.append(value)
+                # id:, retry: and unknown fields change nothing a chat completion needs.
+        self.open_bytes = len(rest)
+        if rest:
+            if len(rest) > limit:
+                self._line_exceeded(out)
+            else:
+                pending.append(rest)
+
+    def _joins_over(self, value: bytes, out: list[Signal]) -> bool:
+        """Counts a second or later data line of the event (a first one is bounded by the line limit); True when
+        the joined data crosses ``max_event_bytes`` (the stage has then finished)."""
+        data = self.data
+        self.joined = (len(data[0]) if len(data) == 1 else self.joined) + 1 + len(value)
+        if self.joined > self.limits.max_event_bytes:
+            self._exceeded(self.joined, "one SSE event", out)
+            return True
+        return False
+
+    def _line_exceeded(self, out: list[Signal]) -> None:
+        # how far past the limit a read reaches depends on the split: name the first byte over it
+        self._exceeded(self.limits.max_event_bytes + 1, "one SSE line", out)
+
+    def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
+        out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
+        self.finished = True
+        self.pending.clear()
+        self.data.clear()
+        self.open_bytes = 0
+
+    def dispatch(self, payload: bytes, out: list[Signal]) -> None:
+        raise NotImplementedError
+
+    def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
+        remaining.append(rest)
+        if any(line[:5] == b"data:" for line in remaining):
+            out.insert(
+                len(out) - 1,
+                Anomaly("payload-after-done", None, "data arrived after [DONE]; it was not read"),
+            )
+
