@@ -82,6 +82,7 @@ from ._coalesce_identity import coalesce_identity
 from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
 from ._limits import DEFAULT_LIMITS, Limits
+from ._parse_format import FORMATS, Format, detect_format, parse_stream
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
@@ -92,6 +93,7 @@ __all__ = [
     "CODES",
     "DEFAULT_LIMITS",
     "DEFAULT_RETRYABLE_CODES",
+    "FORMATS",
     "Anomaly",
     "Batch",
     "BlockEnd",
@@ -104,6 +106,7 @@ __all__ = [
     "Finish",
     "FinishKind",
     "FinishReason",
+    "Format",
     "Limits",
     "LlmStreamError",
     "Operator",
@@ -125,6 +128,8 @@ __all__ = [
     "classify_finish",
     "close_on_done",
     "coalesce_identity",
+    "detect_format",
     "parse_sse",
+    "parse_stream",
     "retry_when_retryable",
 ]

@@ -40,7 +40,7 @@ from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
 from ._wire import UNSET, DecodeError, decode_chunk
 
-__all__ = ["parse_sse"]
+__all__ = ["chat_stage", "parse_sse"]
 
 _DONE = b"[DONE]"
 
@@ -97,6 +97,11 @@ class _ParseSse(SseFraming):
             out.append(Done(synthetic=True))
         else:
             out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
+
+
+def chat_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+    """A fresh chat-completions parsing stage (what ``parse_sse`` runs per subscription)."""
+    return _ParseSse(limits)
 
 
 def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:

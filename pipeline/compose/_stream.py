@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterab
 
 from reactivex.subject import Subject
 
-from operators import Chunk, Limits, Rule
+from operators import Chunk, Format, Limits, Rule
 
 from ._responses import aresponse_pieces, http_response_of, is_async_response
 from ._sources import ByteSource, pieces_of
@@ -47,6 +47,7 @@ async def stream(
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
+    format: Format | None = None,
 ) -> AsyncIterator[Chunk]:
     """``async for chunk in stream(source)``: the same chunks as ``translate``, read at the caller's pace.
 
@@ -63,7 +64,7 @@ async def stream(
         nonlocal ended
         ended = True
 
-    subscription = translate(subject, anomalies=anomalies, rules=rules, limits=limits).subscribe(
+    subscription = translate(subject, anomalies=anomalies, rules=rules, limits=limits, format=format).subscribe(
         on_next=ready.append, on_completed=on_completed
     )
     try:

@@ -24,6 +24,7 @@ from operators import (
     Code,
     Finish,
     FinishReason,
+    Format,
     Limits,
     Rule,
     Signal,
@@ -31,7 +32,7 @@ from operators import (
     classify_finish,
     close_on_done,
     coalesce_identity,
-    parse_sse,
+    parse_stream,
 )
 from operators.extend import CHUNK_TYPES, Operator, StreamFailure
 
@@ -107,9 +108,11 @@ def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Obser
     return observable
 
 
-def _parsed(source: ByteSource | Observable[bytes], limits: Limits | None) -> Observable[Batch[Signal]]:
+def _parsed(
+    source: ByteSource | Observable[bytes], limits: Limits | None, format: Format | None
+) -> Observable[Batch[Signal]]:
     observable = source if isinstance(source, Observable) else bytes_source(source, limits)
-    return parse_sse(limits)(observable)
+    return parse_stream(format, limits)(observable)
 
 
 def translate_batches(
@@ -117,10 +120,12 @@ def translate_batches(
     *,
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
+    format: Format | None = None,
 ) -> Observable[Batch[Signal]]:
-    """``parse_sse`` and the rules over a byte source, as batches (to compose further rules after them). ``limits``
-    goes to ``parse_sse`` and, when ``rules`` is not given, to ``protocol_rules``."""
-    return apply(_parsed(source, limits), protocol_rules(limits) if rules is None else rules)
+    """The format's parse operator and the rules over a byte source, as batches (to compose further rules after
+    them). ``limits`` goes to the parser and, when ``rules`` is not given, to ``protocol_rules``; ``format`` is
+    ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``)."""
+    return apply(_parsed(source, limits, format), protocol_rules(limits) if rules is None else rules)
 
 
 def translate(
@@ -129,11 +134,12 @@ def translate(
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
+    format: Format | None = None,
 ) -> Observable[Chunk]:
     """Bytes (or a ``pathlib.Path``, an ``httpx.Response``, an iterable of bytes, an Observable of bytes) to an
     ``Observable[Chunk]``. ``limits`` (default ``Limits()``) bounds what one response may carry
     (``LIMIT_EXCEEDED``). A response is classified by its status and content type first, as ``ChatClient`` does."""
-    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits))
+    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits, format=format))
 
 
 def collect(
@@ -142,8 +148,9 @@ def collect(
     anomalies: bool = False,
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
+    format: Format | None = None,
 ) -> list[Chunk]:
-    """Every chunk of a synchronous source, as a list."""
+    """Every chunk of a synchronous source, as a list (``format`` as for ``translate``)."""
     out: list[Chunk] = []
-    translate(source, anomalies=anomalies, rules=rules, limits=limits).subscribe(on_next=out.append)
+    translate(source, anomalies=anomalies, rules=rules, limits=limits, format=format).subscribe(on_next=out.append)
     return out

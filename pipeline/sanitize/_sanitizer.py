@@ -53,7 +53,7 @@ class Sanitizer:
         self._pending: list[Chunk] = []
         self.forwarded = False
         """Whether any byte of this attempt has been handed to the client (set by the transport)."""
-        chunks = redact_key(api_key)(translate(self._subject, limits=limits, anomalies=True))
+        chunks = redact_key(api_key)(translate(self._subject, limits=limits, anomalies=True, format="chat"))
         self._subscription: DisposableBase = chunks.subscribe(on_next=self._on_chunk)
 
     @property

@@ -151,7 +151,7 @@ class ChatClient:
     ) -> Observable[Batch[Signal]]:
         """One attempt per subscription: the response through ``parse_sse`` and ``rules`` (default
         ``protocol_rules()``), as batches."""
-        return translate_batches(self.response(body, pace=pace), rules=rules, limits=self.config.limits)
+        return translate_batches(self.response(body, pace=pace), rules=rules, limits=self.config.limits, format="chat")
 
     def chunks(
         self,

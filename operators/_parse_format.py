@@ -1,0 +1,154 @@
+"""``parse_stream``: the parse operator of a wire format, named or detected from the first event.
+
+Three formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume:
+
+    "chat"       OpenAI-compatible chat completions (``parse_sse``)
+    "messages"   the Anthropic-style Messages API stream (``parse_messages_sse``)
+    "responses"  the OpenAI Responses API stream (``parse_responses_sse``)
+
+With no format given, the bytes are held until the first event that says which it is (docs/decisions/
+0026-format-detection.md): an ``event:`` name (``message_start``, ``content_block_*`` ... for Messages,
+``response.*`` for Responses), else the first ``data:`` payload's ``type``; a payload without one (``choices``,
+``[DONE]``, ``{"error": ...}``) is chat. Undecided when the bytes end (or past ``max_event_bytes`` of them): chat. The
+chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
+
+Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
+
+    bytes:  --"event: message_st"--"art\\ndata: {..}\\n\\n"--|
+    out:    --[]-------------------[c]--------------------|
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from ._limits import DEFAULT_LIMITS, Limits
+from ._parse_sse import chat_stage
+from ._signals import Signal
+from ._stage import BaseStage, Batch, Operator, stage_operator
+
+__all__ = ["FORMATS", "PARSERS", "Format", "detect_format", "parse_stream"]
+
+Format: TypeAlias = Literal["chat", "messages", "responses"]
+FORMATS: tuple[Format, ...] = ("chat", "messages", "responses")
+
+ParserStage = Callable[[Limits], BaseStage[bytes, Signal]]
+
+PARSERS: Mapping[str, ParserStage] = MappingProxyType({"chat": chat_stage})
+"""Format name -> the stage factory of its parser (the formats this build reads)."""
+
+_MESSAGES_TYPES = frozenset(
+    {
+        b"message_start",
+        b"message_delta",
+        b"message_stop",
+        b"content_block_start",
+        b"content_block_delta",
+        b"content_block_stop",
+        b"ping",
+    }
+)
+
+
+class _Typed(msgspec.Struct):
+    type: str | None = None
+    error: object = None
+
+
+_typed = msgspec.json.Decoder(_Typed)
+
+
+def _of_payload(value: bytes) -> Format | None:
+    if not value.startswith(b"{"):
+        return "chat" if value == b"[DONE]" else None
+    try:
+        payload = _typed.decode(value)
+    except msgspec.DecodeError:
+        return "chat"  # the chat parser reports it as malformed
+    kind = (payload.type or "").encode()
+    if kind.startswith(b"response."):
+        return "responses"
+    if kind in _MESSAGES_TYPES:
+        return "messages"
+    if kind == b"error":  # Messages nests the error object; the Responses error event is flat
+        return "messages" if isinstance(payload.error, dict) else "responses"
+    return "chat"
+
+
+def detect_format(head: bytes) -> Format | None:
+    """The format the first telling event of ``head`` names, or ``None`` while its complete lines say nothing."""
+    lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    for line in lines[:-1]:  # the last one may be incomplete
+        if line.startswith(b"event:"):
+            name = line[6:].strip()
+            if name.startswith(b"response."):
+                return "responses"
+            if name in _MESSAGES_TYPES:
+                return "messages"
+        elif line.startswith(b"data:"):
+            found = _of_payload(line[5:].strip())
+            if found is not None:
+                return found
+    return None
+
+
+class _Detect(BaseStage[bytes, Signal]):
+    """Holds the bytes until the format is known, then hands them and the rest to that format's parser."""
+
+    __slots__ = ("finished", "head", "inner", "limits")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.head = bytearray()
+        self.inner: BaseStage[bytes, Signal] | None = None
+        self.finished = False  # the inner parser's, copied after each call
+
+    def _start(self, chosen: Format, out: list[Signal]) -> None:
+        factory = PARSERS.get(chosen, chat_stage)
+        self.inner = factory(self.limits)
+        held = bytes(self.head)
+        self.head.clear()
+        if held:
+            self.inner.on_batch(held, out)
+            self.finished = self.inner.finished
+
+    def on_batch(self, batch: bytes, out: list[Signal]) -> None:
+        if self.inner is not None:
+            self.inner.on_batch(batch, out)
+            self.finished = self.inner.finished
+            return
+        self.head += batch
+        chosen = detect_format(bytes(self.head))
+        if chosen is None and len(self.head) <= self.limits.max_event_bytes:
+            return
+        self._start(chosen or "chat", out)
+
+    def on_end(self, out: list[Signal]) -> None:
+        if self.inner is None:
+            self._start(detect_format(bytes(self.head) + b"\n") or "chat", out)
+        assert self.inner is not None
+        if not self.inner.finished:
+            self.inner.on_end(out)
+
+    def on_failure(self, error: Exception, out: list[Signal]) -> bool:
+        if self.inner is None:
+            self._start("chat", out)
+        assert self.inner is not None
+        return self.inner.on_failure(error, out)
+
+
+def parse_stream(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+    """Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
+    event names when ``format`` is None. ``ValueError`` for a format this build does not read."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    if format is None:
+        return stage_operator(lambda: _Detect(chosen), accepts=(bytes, bytearray, memoryview))
+    if format not in PARSERS:
+        known = ", ".join(repr(name) for name in PARSERS)
+        raise ValueError(f"format is one of {known} (or None to detect it), got {format!r}")
+    factory = PARSERS[format]
+    return stage_operator(lambda: factory(chosen), accepts=(bytes, bytearray, memoryview))
