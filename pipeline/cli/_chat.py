@@ -31,7 +31,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = commands.add_parser("chat", help="stream a chat completion from a live endpoint through the pipeline")
     p.add_argument("prompt", help="the user message")
     p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
-    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: LLM_STREAM_BASE_URL, else DeepSeek)")
+    p.add_argument(
+        "--base-url",
+        help="OpenAI-compatible http(s) base URL (default: LLM_STREAM_BASE_URL, OPENAI_BASE_URL, else DeepSeek)",
+    )
     p.add_argument(
         "--tools",
         metavar="FILE.json|MODULE",
