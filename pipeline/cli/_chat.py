@@ -1,4 +1,8 @@
 """``llm-stream chat "prompt" [...]``: stream from a live endpoint; with ``--session`` or a tools module, the tool loop.
+
+Exit status 0 when the response (or the turn) ends well, 1 when it ends in an error finish (``error`` or ``aborted``:
+a script can tell), 2 for bad usage (a base URL that is not http(s), checked before any request), 130 on Ctrl-C after
+the partial summary.
 """
 
 from __future__ import annotations
@@ -6,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -16,8 +21,8 @@ from pipeline.agent import ToolRegistry, run_turn
 from pipeline.session import Session, SessionError
 from pipeline.transport import ChatClient, ConfigError
 
-from ._errors import EXIT_OK, CliError
-from ._render import Printer, add_output_flags, output_mode
+from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, check_http_url
+from ._render import Printer, add_output_flags, output_mode, plural, use_color
 
 __all__ = ["add_parser"]
 
@@ -26,14 +31,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = commands.add_parser("chat", help="stream a chat completion from a live endpoint through the pipeline")
     p.add_argument("prompt", help="the user message")
     p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
-    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: LLM_STREAM_BASE_URL, else DeepSeek)")
+    p.add_argument(
+        "--base-url",
+        help="OpenAI-compatible http(s) base URL (default: LLM_STREAM_BASE_URL, OPENAI_BASE_URL, else DeepSeek)",
+    )
     p.add_argument(
         "--tools",
         metavar="FILE.json|MODULE",
         help="a JSON list of tool schemas to offer, or a Python module (or .py file) whose tools are run",
     )
     p.add_argument("--session", metavar="FILE", help="continue (or start) a session log; runs the tool loop")
-    p.add_argument("--max-steps", type=int, default=8, help="tool-calling steps per turn (default 8)")
+    p.add_argument("--max-steps", type=_positive_int, default=8, help="tool-calling steps per turn (default 8)")
     p.add_argument("--max-retries", type=int, default=2, help="retries after a retryable failure (default 2)")
     p.add_argument(
         "--idle-timeout", type=_seconds, default=None, help="seconds without data before TIMEOUT (default 300)"
@@ -81,6 +89,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _check_base_url(flag: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """The base URL the client would use (``--base-url``, else ``LLM_STREAM_BASE_URL``, else ``OPENAI_BASE_URL``, as
+    ``ClientConfig.resolve`` orders them) must be http(s) with a host: one line, exit 2, before any request."""
+    for what, value in (
+        ("--base-url", flag),
+        ("LLM_STREAM_BASE_URL", env.get("LLM_STREAM_BASE_URL")),
+        ("OPENAI_BASE_URL", (env.get("OPENAI_BASE_URL") or "").strip()),
+    ):
+        if value:
+            check_http_url(value, what=what)
+            return
+
+
 def _limits(args: argparse.Namespace) -> Limits:
     return Limits(**{field: getattr(args, field) for _, field in _LIMIT_FLAGS})
 
@@ -105,6 +126,7 @@ def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, ToolRegi
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_base_url(args.base_url)
     schemas, registry = _load_tools(args.tools)
     try:
         client = ChatClient(
@@ -120,22 +142,30 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
     mode = output_mode(args)
+    printer = Printer(sys.stdout, mode=mode, color=use_color(args.color, sys.stdout))
 
     async def run_once() -> None:
-        printer = Printer(sys.stdout, mode=mode)
         async with client:
             messages = [{"role": "user", "content": args.prompt}]
             async for chunk in client.stream(messages, tools=schemas, anomalies=args.anomalies or mode == "text"):
                 printer.chunk(chunk)
-        printer.summary()
 
-    if args.session is None and registry is None:
-        asyncio.run(run_once())
-        return EXIT_OK
-    return asyncio.run(_chat_turn(args, client, registry, mode))
+    try:
+        if args.session is None and registry is None:
+            asyncio.run(run_once())
+            printer.summary()
+            return EXIT_OK if printer.message().ok else EXIT_FAILURE
+        return asyncio.run(_chat_turn(args, client, registry, printer))
+    except KeyboardInterrupt:  # asyncio.run cancelled the stream (the connection is closed); show what came
+        printer.summary(interrupted=True)
+        return EXIT_INTERRUPTED
 
 
-async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: ToolRegistry | None, mode: str) -> int:
+async def _chat_turn(
+    args: argparse.Namespace, client: ChatClient, registry: ToolRegistry | None, printer: Printer
+) -> int:
+    """One turn of the tool loop; 1 when it ends in an error finish."""
+    mode = printer.mode
     if registry is None:
         registry = ToolRegistry()
     path = Path(args.session) if args.session else None
@@ -150,7 +180,7 @@ async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: Too
         if scratch is not None:
             scratch.cleanup()
         raise CliError(str(exc)) from exc
-    printer = Printer(sys.stdout, mode=mode)
+    ended = "error"
     try:
         async with client:
             async for event in run_turn(client, session, registry, args.prompt, max_steps=args.max_steps):
@@ -162,8 +192,10 @@ async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: Too
                     call, result = event.data
                     flag = " (error)" if result.is_error else ""
                     sys.stdout.write(f"    tool result  {call.name} {call.id}{flag}: {result.text[:200]}\n")
-                elif mode == "text" and event.kind == "turn-end":
-                    sys.stdout.write(f"-- turn {event.turn} ended: {event.data['kind']}\n")
+                elif event.kind == "turn-end":
+                    ended = event.data["kind"]
+                    if mode == "text":
+                        sys.stdout.write(f"-- turn {event.turn} ended: {ended}\n")
     except SessionError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -173,6 +205,6 @@ async def _chat_turn(args: argparse.Namespace, client: ChatClient, registry: Too
     if mode == "assembled":
         printer.summary()
     elif mode == "text" and path is not None:
-        sys.stdout.write(f"session: {path} ({len(session.events)} events)\n")
-    return EXIT_OK
+        sys.stdout.write(f"session: {path} ({plural(len(session.events), 'event')})\n")
+    return EXIT_FAILURE if ended in ("error", "aborted") else EXIT_OK
 

@@ -16,13 +16,14 @@ from typing import Any, TextIO
 from pipeline.compose import collect, example_path
 
 from ._errors import EXIT_OK
-from ._render import Printer
+from ._render import Printer, add_color_flag, use_color
 
 __all__ = ["add_parser", "naive_assemble", "run_demo"]
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("demo", help="the main job: show the pipeline handling a misbehaving gateway")
+    add_color_flag(p)
     p.set_defaults(run=_run)
 
 
@@ -54,7 +55,7 @@ def naive_assemble(data: bytes, strategy: str) -> list[dict[str, str]]:
     return [calls[i] for i in sorted(calls)]
 
 
-def run_demo(out: TextIO) -> int:
+def run_demo(out: TextIO, *, color: bool | None = None) -> int:
     data = example_path("seed-bug").read_bytes()
     out.write("== 1. A gateway stream with the seed's bug (pipeline/compose/examples/seed-bug.sse)\n")
     out.write("   continuation deltas repeat a tool call's id and name as \"\", as null, and in full.\n\n")
@@ -63,7 +64,7 @@ def run_demo(out: TextIO) -> int:
         for call in naive_assemble(data, strategy):
             out.write(f"     id={call['id']!r:16} name={call['name']!r:12} arguments={call['arguments']}\n")
     out.write("\n   this pipeline (anomalies shown):\n")
-    printer = Printer(out, mode="text")
+    printer = Printer(out, mode="text", color=color)
     for chunk in collect(data, anomalies=True):
         printer.chunk(chunk)
     printer.summary()
@@ -71,8 +72,8 @@ def run_demo(out: TextIO) -> int:
         from ._demo_live import run_live_demo  # needs the emulator extra (starlette, uvicorn)
     except ImportError:
         return EXIT_OK
-    return run_live_demo(out)
+    return run_live_demo(out, color=color)
 
 
 def _run(args: argparse.Namespace) -> int:
-    return run_demo(sys.stdout)
+    return run_demo(sys.stdout, color=use_color(args.color, sys.stdout))

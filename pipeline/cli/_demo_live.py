@@ -37,7 +37,7 @@ DEMO_REQUESTS: tuple[tuple[str, str, dict[str, str]], ...] = (
 )
 
 
-async def _run(out: TextIO) -> None:
+async def _run(out: TextIO, color: bool | None) -> None:
     policy = RetryPolicy.normal(initial_delay_ms=200, max_delay_ms=2_000)
     with Emulator() as emulator:
         out.write(f"\n== 2. Live requests to the gateway emulator at {emulator.base_url}\n")
@@ -45,13 +45,13 @@ async def _run(out: TextIO) -> None:
             out.write(f"\n-- 2.{number} {title} (profile {profile})\n")
             started = time.perf_counter()
             async with ChatClient(emulator.base_url, model=profile, headers=headers, retry_policy=policy) as client:
-                printer = Printer(out, mode="text")
+                printer = Printer(out, mode="text", color=color)
                 async for chunk in client.stream([{"role": "user", "content": "demo"}], anomalies=True):
                     printer.chunk(chunk)
                 printer.summary()
             out.write(f"   ({(time.perf_counter() - started) * 1000:.0f} ms)\n")
 
 
-def run_live_demo(out: TextIO) -> int:
-    asyncio.run(_run(out))
+def run_live_demo(out: TextIO, *, color: bool | None = None) -> int:
+    asyncio.run(_run(out, color))
     return EXIT_OK

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from ._errors import EXIT_OK, CliError
+from ._errors import EXIT_OK, CliError, listen_errors, port_number
 
 __all__ = ["add_parser"]
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser("emulate", help="serve the fault-injecting gateway emulator on 127.0.0.1")
-    p.add_argument("--port", type=int, default=8808, help="port (0 picks a free one; default 8808)")
+    p.add_argument("--port", type=port_number, default=8808, help="port (0 picks a free one; default 8808)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.set_defaults(run=_run)
 
@@ -21,5 +21,6 @@ def _run(args: argparse.Namespace) -> int:
         from pipeline.emulator import run_emulator  # starlette / uvicorn come with the "emulator" extra
     except ImportError as exc:
         raise CliError(f"the emulator needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
-    run_emulator(args.host, args.port)
+    with listen_errors(args.host, args.port):  # a busy port: one line, exit status 2
+        run_emulator(args.host, args.port)
     return EXIT_OK

@@ -7,8 +7,9 @@
     llm-stream chat "prompt" [...]                                    stream from a live endpoint
     llm-stream session check|repair FILE                              inspect or recover a session log
 
-Exit status: 0 on success (a stream that ends in an error finish is a result, not a CLI error), 2 for bad usage or an
-unreadable file, 1 for other failures (``_errors``).
+Exit status (``_errors``, docs/cli.md): 0 on success; 1 when ``chat``'s response ends in an error finish or ``session
+check`` finds violations (``replay`` keeps 0: an error finish in a recording is a result); 2 for bad usage, an
+unreadable file, a bad URL or a busy port, one line on stderr and never a traceback; 130 on Ctrl-C.
 
 A new command is a module here with ``add_parser(commands)`` (its arguments, and ``set_defaults(run=...)`` with a
 function from the parsed arguments to an exit status), and one line in ``build_parser``.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from . import _chat, _demo, _emulate, _proxy, _replay, _session_cmds
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
@@ -31,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="llm-stream",
         description="Turn streamed LLM chat completions (SSE) into a clean, validated chunk protocol.",
     )
+    parser.add_argument("--version", action="version", version=f"llm-stream {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     _replay.add_parser(commands)
@@ -40,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     _chat.add_parser(commands)
     _session_cmds.add_parser(commands)
     return parser
+
+
+def _version() -> str:
+    try:
+        return version("llm-stream-pipeline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

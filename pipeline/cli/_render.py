@@ -1,11 +1,13 @@
-"""The terminal renderer: chunks one a line, readably, or as JSON; and the output flags that choose between them."""
+"""The terminal renderer: chunks one a line, readably, or as JSON; the output flags that choose between them; and
+when to colour (``use_color``: ``--color`` > ``FORCE_COLOR`` > ``NO_COLOR`` > a terminal)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from operators import (
     Anomaly,
@@ -22,17 +24,53 @@ from operators import (
 )
 from pipeline.compose import Assembler, AssistantMessage
 
-__all__ = ["Printer", "add_output_flags", "output_mode"]
+__all__ = ["Printer", "add_color_flag", "add_output_flags", "message_json", "output_mode", "plural", "use_color"]
+
+COMMENT = "comment"
+"""The anomaly kind ``parse_sse`` gives an SSE comment line (``: keepalive``): counted as a comment, not an anomaly."""
+
+INTERRUPTED = "interrupted (Ctrl-C) before the finish"
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 chunk``, ``0 chunks``, ``2 anomalies``."""
+    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
+
+
+def use_color(choice: str, out: TextIO, env: Mapping[str, str] | None = None) -> bool:
+    """``--color always|never`` decides; ``auto`` looks at ``FORCE_COLOR`` (set and not empty: colour), then
+    ``NO_COLOR`` (set and not empty: none), then whether ``out`` is a terminal (and ``TERM`` is not ``dumb``)."""
+    env = os.environ if env is None else env
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    if env.get("NO_COLOR"):
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty()) and env.get("TERM") != "dumb"
+
+
+def add_color_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the readable output: auto (default: FORCE_COLOR, else NO_COLOR, else on a terminal)",
+    )
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
-    """``--json`` | ``--assembled``, and ``--anomalies``."""
+    """``--json`` | ``--assembled``, ``--anomalies`` and ``--color``."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--json", action="store_true", help="one chunk a line, to_json() exactly")
     group.add_argument("--assembled", action="store_true", help="only the assembled message, as one JSON object")
     parser.add_argument(
         "--anomalies", action="store_true", help="include anomaly chunks in --json output (always shown as text)"
     )
+    add_color_flag(parser)
 
 
 def output_mode(args: argparse.Namespace) -> str:
@@ -44,15 +82,25 @@ def output_mode(args: argparse.Namespace) -> str:
     return "text"
 
 
+def message_json(message: AssistantMessage, *, interrupted: bool = False) -> dict[str, Any]:
+    """``--assembled``: ``message.to_json()`` with the failure's message in ``finish`` (``null`` without a failure);
+    when interrupted before the finish, the finish is ``aborted``/``ABORTED`` saying so."""
+    out = message.to_json()
+    if interrupted:
+        out["finish"] = {"kind": "aborted", "code": "ABORTED", "message": INTERRUPTED}
+        return out
+    failure = message.finish.failure
+    out["finish"]["message"] = failure.message if failure is not None else None
+    return out
+
+
 class Printer:
     """Renders chunks one a line, readably (``--json``: ``to_json()`` exactly; ``--assembled``: only the message)."""
 
     def __init__(self, out: TextIO, *, mode: str = "text", color: bool | None = None) -> None:
         self.out = out
         self.mode = mode
-        if color is None:
-            color = out.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-        self.color = color
+        self.color = use_color("auto", out) if color is None else color
         self.assembler = Assembler()
         self.counts: dict[str, int] = {}
 
@@ -61,7 +109,8 @@ class Printer:
 
     def chunk(self, chunk: Chunk) -> None:
         self.assembler.feed(chunk)
-        self.counts[chunk.type] = self.counts.get(chunk.type, 0) + 1
+        kind = COMMENT if isinstance(chunk, Anomaly) and chunk.kind == COMMENT else chunk.type
+        self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.mode == "json":
             self.out.write(json.dumps(chunk.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
         elif self.mode == "text":
@@ -90,6 +139,8 @@ class Printer:
         if isinstance(chunk, UsageChunk):
             parts = " · ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in chunk.usage.to_json().items())
             return f"    {self._c('36', 'usage')}        {parts}"
+        if isinstance(chunk, Anomaly) and chunk.kind == COMMENT:
+            return f"    {self._c('2', ': comment')}    {self._c('2', chunk.detail)}"
         if isinstance(chunk, Anomaly):
             where = f"[{chunk.index}] " if chunk.index is not None else ""
             return f"    {self._c('33', '! anomaly')}    {chunk.kind} {where}{chunk.detail}"
@@ -110,23 +161,31 @@ class Printer:
     def message(self) -> AssistantMessage:
         return self.assembler.result()
 
-    def summary(self) -> None:
+    def summary(self, *, interrupted: bool = False) -> None:
+        """The closing summary (text), or the assembled message (``--assembled``); nothing for ``--json``.
+        ``interrupted``: Ctrl-C came before the finish (a finish already seen is still reported as it was)."""
+        interrupted = interrupted and not self.counts.get("finish")
         message = self.message()
         if self.mode == "assembled":
-            self.out.write(json.dumps(message.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
+            assembled = message_json(message, interrupted=interrupted)
+            self.out.write(json.dumps(assembled, ensure_ascii=False, allow_nan=False) + "\n")
+            self.out.flush()
             return
         if self.mode != "text":
             return
-        blocks = self.assembler.block_count
-        anomalies = self.counts.get("anomaly", 0)
-        total = sum(self.counts.values())
-        finish = message.finish.kind + (f" {message.finish.code}" if message.finish.code else "")
-        lines = [
-            "",
-            f"{total} chunks, {blocks} blocks, {anomalies} anomalies, {message.retries} retries; finish: {finish}",
+        counts = [
+            plural(sum(self.counts.values()), "chunk"),
+            plural(self.assembler.block_count, "block"),
+            plural(self.counts.get("anomaly", 0), "anomaly", "anomalies"),
         ]
+        if self.counts.get(COMMENT):
+            counts.append(plural(self.counts[COMMENT], "comment"))
+        counts.append(plural(message.retries, "retry", "retries"))
+        finish = message.finish.kind + (f" {message.finish.code}" if message.finish.code else "")
+        lines = ["", f"{', '.join(counts)}; finish: {INTERRUPTED if interrupted else finish}"]
         for call in message.tool_calls:
             lines.append(f"  tool call {call.id} {call.name}({call.arguments})")
         if message.usage is not None:
             lines.append(f"  usage {json.dumps(message.usage.to_json())}")
         self.out.write("\n".join(lines) + "\n")
+        self.out.flush()

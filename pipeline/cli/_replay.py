@@ -1,4 +1,7 @@
-"""``llm-stream replay FILE.sse [--json | --assembled] [--anomalies]``: a recorded stream through the pipeline."""
+"""``llm-stream replay FILE.sse [--json | --assembled] [--anomalies] [--color WHEN]``: a recorded stream, replayed.
+
+Exit status 0 whatever the stream's finish (an error finish in a recording is a result); 130 on Ctrl-C, after the
+partial summary."""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ from typing import TextIO
 
 from pipeline.compose import READ_SIZE, AssistantMessage, example_path, translate
 
-from ._errors import EXIT_OK, CliError
-from ._render import Printer, add_output_flags, output_mode
+from ._errors import EXIT_INTERRUPTED, EXIT_OK, CliError
+from ._render import Printer, add_output_flags, output_mode, use_color
 
 __all__ = ["add_parser", "replay"]
 
@@ -24,10 +27,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(run=_run)
 
 
-def replay(source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool, out: TextIO) -> AssistantMessage:
-    """Prints every chunk of ``source`` (and the summary) in ``mode``; returns the assembled message."""
-    printer = Printer(out, mode=mode)
-    translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
+def replay(
+    source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool, out: TextIO, color: bool | None = None
+) -> AssistantMessage:
+    """Prints every chunk of ``source`` (and the summary) in ``mode``; returns the assembled message. On Ctrl-C the
+    partial summary is printed before ``KeyboardInterrupt`` goes on."""
+    printer = Printer(out, mode=mode, color=color)
+    try:
+        translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
+    except KeyboardInterrupt:
+        printer.summary(interrupted=True)
+        raise
     printer.summary()
     return printer.message()
 
@@ -60,5 +70,14 @@ def _run(args: argparse.Namespace) -> int:
     else:
         source = _open_source(args.file)
     mode = output_mode(args)
-    replay(source, mode=mode, anomalies=args.anomalies or mode == "text", out=sys.stdout)
+    try:
+        replay(
+            source,
+            mode=mode,
+            anomalies=args.anomalies or mode == "text",
+            out=sys.stdout,
+            color=use_color(args.color, sys.stdout),
+        )
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     return EXIT_OK

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 import pipeline
-from operators import Code
+from operators import Anomaly, Code
 from pipeline import example_path
 from pipeline.cli import main
 from pipeline.emulator import Emulator
@@ -64,14 +64,18 @@ def test_replay_prints_readable_lines_with_anomalies_and_a_summary(capsys: pytes
 
     out = capsys.readouterr().out
     chunks = pipeline.collect(SEED_BUG, anomalies=True)
-    anomalies = sum(chunk.type == "anomaly" for chunk in chunks)
+    anomalies = sum(isinstance(chunk, Anomaly) and chunk.kind != "comment" for chunk in chunks)
+    comments = sum(isinstance(chunk, Anomaly) and chunk.kind == "comment" for chunk in chunks)
     assert anomalies > 0
+    assert comments == 1
     assert sum("! anomaly" in line for line in lines(out)) == anomalies
+    assert sum(": comment" in line for line in lines(out)) == comments
     assert "empty-identity" in out
     assert "▶ start" in out
     assert "■ end" in out
     assert "tool-call call_00_glob Glob" in out
-    assert f"{len(chunks)} chunks, 3 blocks, {anomalies} anomalies, 0 retries; finish: tool-calls" in out
+    summary = f"{len(chunks)} chunks, 3 blocks, {anomalies} anomalies, 1 comment, 0 retries; finish: tool-calls"
+    assert summary in out
     assert '  tool call call_00_glob Glob({"pattern": "**/*.py"})' in lines(out)
     assert '  tool call call_01_read Read({"path": "README.md"})' in lines(out)
     assert "\x1b[" not in out  # no colour when not a terminal
@@ -103,13 +107,15 @@ def test_replay_assembled_prints_one_json_object(capsys: pytest.CaptureFixture[s
     assert len(lines(out)) == 1
     message = json.loads(out)
     assert set(message) == {"text", "reasoning", "tool_calls", "usage", "finish"}
-    assert message == pipeline.assemble(pipeline.collect(SEED_BUG)).to_json()
+    expected = pipeline.assemble(pipeline.collect(SEED_BUG)).to_json()
+    expected["finish"]["message"] = None
+    assert message == expected
     assert message["text"] == "Let me look for the files."
     assert message["tool_calls"] == [
         {"id": "call_00_glob", "name": "Glob", "arguments": '{"pattern": "**/*.py"}'},
         {"id": "call_01_read", "name": "Read", "arguments": '{"path": "README.md"}'},
     ]
-    assert message["finish"] == {"kind": "tool-calls", "code": None}
+    assert message["finish"] == {"kind": "tool-calls", "code": None, "message": None}
     assert message["usage"]["output_tokens"] == 41
 
 
@@ -167,7 +173,9 @@ def test_a_stream_ending_in_an_error_finish_exits_0(capsys: pytest.CaptureFixtur
 
     assert main(["replay", str(path), "--assembled"]) == 0
     message = json.loads(capsys.readouterr().out)
-    assert message["finish"] == {"kind": "error", "code": Code.STREAM_CLOSED}
+    assert message["finish"]["kind"] == "error"
+    assert message["finish"]["code"] == Code.STREAM_CLOSED
+    assert message["finish"]["message"]  # the failure's message, not only its code
     assert message["text"] == "half an ans"
 
 
@@ -217,7 +225,7 @@ def test_chat_against_the_emulator_prints_the_assembled_message(
     out = capsys.readouterr().out
     assert len(lines(out)) == 1
     message = json.loads(out)
-    assert message["finish"] == {"kind": "tool-calls", "code": None}
+    assert message["finish"] == {"kind": "tool-calls", "code": None, "message": None}
     calls = message["tool_calls"]
     assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [
         ("get_weather", {"city": "Paris"}),
@@ -237,8 +245,8 @@ def test_chat_readable_output_shows_anomalies(capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.usefixtures("no_env")
-def test_chat_with_an_error_response_exits_0(capsys: pytest.CaptureFixture[str], emu: Emulator) -> None:
-    assert main(["chat", "hi", "--base-url", emu.base_url, "--model", "auth", "--json"]) == 0
+def test_chat_with_an_error_response_exits_1(capsys: pytest.CaptureFixture[str], emu: Emulator) -> None:
+    assert main(["chat", "hi", "--base-url", emu.base_url, "--model", "auth", "--json"]) == 1
 
     (line,) = lines(capsys.readouterr().out)
     assert json.loads(line)["reason"]["failure"]["code"] == "AUTH"

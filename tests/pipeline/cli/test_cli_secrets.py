@@ -95,7 +95,7 @@ def test_chat_output_carries_no_key_a_gateway_echoes(
     session = tmp_path / "chat.jsonl"
     status = main(_argv(gateway, case, mode, session, tools_module))
     out, err = capsys.readouterr()
-    assert status == 0, err
+    assert status in (0, 1), err  # 1: the echoing response ended in an error finish (chat's documented status)
     assert out
     assert not leaks(out)
     assert not leaks(err)
@@ -107,7 +107,7 @@ def test_chat_output_carries_no_key_a_gateway_echoes(
 def test_incorrect_api_key_provided_is_printed_without_the_key(
     gateway: LeakyGateway, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["chat", "hi", "--base-url", gateway.base_url, "--model", "http-401", "--max-retries", "0"]) == 0
+    assert main(["chat", "hi", "--base-url", gateway.base_url, "--model", "http-401", "--max-retries", "0"]) == 1
     out = capsys.readouterr().out
     assert f"AUTH: Incorrect API key provided: {R}. Check Bearer {R}." in out
 
@@ -115,7 +115,7 @@ def test_incorrect_api_key_provided_is_printed_without_the_key(
 def test_a_retried_failure_is_printed_without_the_key(
     gateway: LeakyGateway, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["chat", "hi", "--base-url", gateway.base_url, "--model", "request-id", "--max-retries", "1"]) == 0
+    assert main(["chat", "hi", "--base-url", gateway.base_url, "--model", "request-id", "--max-retries", "1"]) == 1
     out, err = capsys.readouterr()
     assert "↻ retry" in out
     assert not leaks(out + err)
