@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._errors import EXIT_OK, CliError
+from ._errors import EXIT_OK, CliError, check_http_url, listen_errors, port_number
 
 __all__ = ["add_parser"]
 
@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "proxy", help="serve an OpenAI-compatible proxy that sanitizes streamed chat completions from --upstream"
     )
     p.add_argument("--upstream", required=True, help="the upstream base URL, e.g. https://api.deepseek.com/v1")
-    p.add_argument("--port", type=int, default=8809, help="port (0 picks a free one; default 8809)")
+    p.add_argument("--port", type=port_number, default=8809, help="port (0 picks a free one; default 8809)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     p.add_argument(
         "--mode",
@@ -32,12 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         from pipeline.sanitize import run_proxy  # starlette / uvicorn come with the "emulator" extra
     except ImportError as exc:
         raise CliError(f"the proxy needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
-    if not 0 <= args.port <= 65535:
-        raise CliError(f"--port must be 0..65535, got {args.port}")
-    try:
+    check_http_url(args.upstream, what="--upstream")
+    with listen_errors(args.host, args.port):
         run_proxy(args.upstream, host=args.host, port=args.port, mode=args.mode)
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     return EXIT_OK

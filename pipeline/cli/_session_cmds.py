@@ -8,6 +8,7 @@ from pathlib import Path
 from pipeline.session import SessionError, check, repair
 
 from ._errors import EXIT_FAILURE, EXIT_OK, CliError
+from ._render import plural
 
 __all__ = ["add_parser"]
 
@@ -35,7 +36,7 @@ def _act(action: str, path: Path) -> int:
         problems = check(path)
         for problem in problems:
             print(problem)
-        print(f"{path}: {len(problems)} violation(s)" if problems else f"{path}: ok, loadable")
+        print(f"{path}: {plural(len(problems), 'violation')}" if problems else f"{path}: ok, loadable")
         return EXIT_FAILURE if problems else EXIT_OK
     report = repair(path)
     for problem in report.problems:

@@ -200,7 +200,7 @@ def test_session_check_and_repair_through_the_cli(tmp_path: Path, capsys: pytest
     assert "line 2, seq 2" in out
     assert "line 3, seq 3" in out
     assert "line 4, seq 4" in out
-    assert f"{path}: 3 violation(s)" in out
+    assert f"{path}: 3 violations" in out
 
     assert main(["session", "repair", str(path)]) == 0
     out = capsys.readouterr().out
