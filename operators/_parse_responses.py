@@ -21,7 +21,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   each with the terminal response's usage, then ``Done``. ``response.failed`` -> its usage, then ``Halt`` with
   ``response.error`` classified; an ``error`` event (nested or flat) -> ``Halt`` classified. Bytes ending before the
   terminal event -> ``Halt(STREAM_CLOSED)`` (the Responses stream has no stop reason before its terminal event).
-- A payload that is not JSON or has the wrong shape -> ``Halt(MALFORMED_RESPONSE)`` quoting it.
+- A payload that is not a JSON object, or an event the parser reads with the wrong shape (a non-string ``delta``...)
+  -> ``Halt(MALFORMED_RESPONSE)`` quoting it; any other event is decoded only for its ``type``.
 
 Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
 
@@ -37,20 +38,24 @@ from ._errors import classify_inband_error
 from ._limits import DEFAULT_LIMITS, Limits
 from ._responses_events import (
     IGNORED_EVENTS,
+    READ_EVENTS,
     SERVER_TOOL_EVENT_PREFIXES,
     SERVER_TOOL_ITEMS,
     OutputItem,
     ResponseObject,
     ResponsesEvent,
     decode_event,
+    decode_kind,
+    delta_chunk,
     error_object,
     failed_error,
+    tool_chunk,
     wire_usage,
 )
 from ._signals import Done, Halt, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
-from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall
+from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta
 
 __all__ = ["parse_responses_sse", "responses_stage"]
 
@@ -76,15 +81,6 @@ class _Call:
         self.whole_sent = False
 
 
-def _delta_chunk(delta: WireDelta) -> WireChunk:
-    return WireChunk(choices=[WireChoice(index=0, delta=delta)])
-
-
-def _tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
-    call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
-    return _delta_chunk(WireDelta(tool_calls=[call]))
-
-
 class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
@@ -102,6 +98,12 @@ class _ParseResponses(SseFraming):
         if payload == _DONE:  # OpenRouter's trailing [DONE] after the terminal event (or, early, nothing)
             return
         try:
+            kind = decode_kind(payload)
+            if kind is None and self.event:
+                kind = self.event.decode("utf-8", "replace")
+            if kind in IGNORED_EVENTS or kind not in READ_EVENTS:
+                self._unread(kind, out)
+                return
             event = decode_event(payload)
         except DecodeError as exc:
             reason = str(exc)
@@ -110,18 +112,15 @@ class _ParseResponses(SseFraming):
                 message += f" ({reason})"
             self._halt(Failure(Code.MALFORMED_RESPONSE, message), out)
             return
-        kind = event.type
-        if kind is None and self.event:
-            kind = self.event.decode("utf-8", "replace")
         if kind == "response.output_text.delta":
             if event.delta:
-                out.append(_delta_chunk(WireDelta(content=event.delta)))
+                out.append(delta_chunk(WireDelta(content=event.delta)))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             if event.delta:
-                out.append(_delta_chunk(WireDelta(reasoning_content=event.delta)))
+                out.append(delta_chunk(WireDelta(reasoning_content=event.delta)))
         elif kind == "response.refusal.delta":
             if event.delta:
-                out.append(_delta_chunk(WireDelta(refusal=event.delta)))
+                out.append(delta_chunk(WireDelta(refusal=event.delta)))
         elif kind == "response.function_call_arguments.delta":
             self._arguments_delta(event, out)
         elif kind == "response.function_call_arguments.done":
@@ -139,11 +138,14 @@ class _ParseResponses(SseFraming):
             self._halt(classify_inband_error(failed_error(event.response)), out)
         elif kind == "error":
             self._halt(classify_inband_error(error_object(event)), out)
-        elif kind in IGNORED_EVENTS:
+
+    def _unread(self, kind: str | None, out: list[Signal]) -> None:
+        """An event the parser does not decode: known and empty of anything carried, reported, or unknown."""
+        if kind in IGNORED_EVENTS:
             return
-        elif kind is not None and kind.startswith(SERVER_TOOL_EVENT_PREFIXES):
+        if kind is not None and kind.startswith(SERVER_TOOL_EVENT_PREFIXES):
             return  # the item was reported when it was added
-        elif kind == "response.output_text.annotation.added":
+        if kind == "response.output_text.annotation.added":
             self._once("annotation", out, "annotation", "output_text annotations (citations) are not carried")
         else:
             self._once(f"event-{kind}", out, "unknown-event", f"event {kind!r} not understood; ignored")
@@ -169,18 +171,23 @@ class _ParseResponses(SseFraming):
                 out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
-        index = output_index if output_index is not None else len(self.calls)
+        item_id = _given(item.id)
+        if output_index is not None:
+            index = output_index
+        elif item_id is not None and item_id in self.by_item_id:
+            index = self.by_item_id[item_id]
+        else:
+            index = max(self.calls, default=-1) + 1
         call = self.calls.get(index)
         fresh = call is None
         if call is None:
             call = self.calls[index] = _Call()
-        item_id = _given(item.id)
         if item_id is not None:
             self.by_item_id.setdefault(item_id, index)
         new_id = self._identity(call, "id", item.call_id, index, out, done=done)
         new_name = self._identity(call, "name", item.name, index, out, done=done)
         if fresh or new_id is not UNSET or new_name is not UNSET:
-            out.append(_tool_chunk(index, id=new_id, name=new_name))
+            out.append(tool_chunk(index, id=new_id, name=new_name))
         if done:
             self._whole_arguments(index, item.arguments, out)
         elif _given(item.arguments) is not None:
@@ -226,13 +233,13 @@ class _ParseResponses(SseFraming):
             call.arguments = []
         call.deltas += 1
         call.arguments.append(event.delta)
-        out.append(_tool_chunk(index, arguments=event.delta))
+        out.append(tool_chunk(index, arguments=event.delta))
 
     def _whole_arguments(self, index: int, arguments: object, out: list[Signal]) -> None:
         call = self.calls.get(index)
         if call is None:
             call = self.calls[index] = _Call()
-            out.append(_tool_chunk(index))
+            out.append(tool_chunk(index))
         given = _given(arguments)
         if call.deltas:
             if given is not None and given != "".join(call.arguments):
@@ -243,7 +250,7 @@ class _ParseResponses(SseFraming):
         whole = given if given is not None else ("".join(call.arguments) or None)
         if whole is not None and not call.whole_sent:
             call.whole_sent = True
-            out.append(_tool_chunk(index, arguments=whole))
+            out.append(tool_chunk(index, arguments=whole))
 
     # -- the end --------------------------------------------------------------------------------------------------
 

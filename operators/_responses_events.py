@@ -14,16 +14,30 @@ from typing import Any
 
 import msgspec
 
-from ._wire import UNSET, WireCompletionDetails, WirePromptDetails, WireUsage
+from ._wire import (
+    UNSET,
+    WireChoice,
+    WireChunk,
+    WireCompletionDetails,
+    WireDelta,
+    WireFunction,
+    WirePromptDetails,
+    WireToolCall,
+    WireUsage,
+)
 
 __all__ = [
     "IGNORED_EVENTS",
+    "READ_EVENTS",
     "SERVER_TOOL_EVENT_PREFIXES",
     "SERVER_TOOL_ITEMS",
     "ResponsesEvent",
     "decode_event",
+    "decode_kind",
+    "delta_chunk",
     "error_object",
     "failed_error",
+    "tool_chunk",
     "wire_usage",
 ]
 
@@ -81,11 +95,27 @@ class ResponsesEvent(msgspec.Struct):
     param: Any = None
 
 
+class _Head(msgspec.Struct):
+    type: Any = None
+
+
+_head = msgspec.json.Decoder(_Head)
 _decoder = msgspec.json.Decoder(ResponsesEvent)
 
 
+def decode_kind(payload: bytes) -> str | None:
+    """The payload's ``type`` (None when absent or not a string). Raises ``msgspec.DecodeError`` for a payload that
+    is not a JSON object (also for JSON nested deeper than the decoder allows). Only the events the parser reads are
+    then decoded whole (``decode_event``): an unknown event is an anomaly whatever its shape."""
+    try:
+        kind = _head.decode(payload).type
+    except RecursionError:
+        raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
+    return kind if isinstance(kind, str) else None
+
+
 def decode_event(payload: bytes) -> ResponsesEvent:
-    """One payload. Raises ``msgspec.DecodeError`` (also for JSON nested deeper than the decoder allows)."""
+    """One payload the parser reads, typed. Raises ``msgspec.DecodeError`` for the wrong shape."""
     try:
         return _decoder.decode(payload)
     except RecursionError:
@@ -191,3 +221,30 @@ SERVER_TOOL_EVENT_PREFIXES = (
     "response.custom_tool_call_input.",
 )
 """Progress events of items already reported when they were added (``server-tool`` / ``unsupported-item``)."""
+
+READ_EVENTS = frozenset(
+    {
+        "response.output_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    }
+)
+"""The events the parser decodes whole; any other is decoded only for its ``type``."""
+
+
+def delta_chunk(delta: WireDelta) -> WireChunk:
+    return WireChunk(choices=[WireChoice(index=0, delta=delta)])
+
+
+def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
+    call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
+    return delta_chunk(WireDelta(tool_calls=[call]))

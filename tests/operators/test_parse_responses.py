@@ -295,3 +295,24 @@ def test_unknown_events_are_anomalies() -> None:
 
     assert "unknown-event" in anomalies(out)
     assert finish_of(out).reason.kind == "stop"
+
+
+def test_an_unknown_event_of_any_shape_is_an_anomaly_not_malformed() -> None:
+    out = chunks(text("a"), ev("response.audio.delta", delta={"b64": "AAAA"}, output_index="x"), completed())
+
+    assert "unknown-event" in anomalies(out)
+    assert finish_of(out).reason.kind == "stop"
+
+
+def test_a_known_event_of_the_wrong_shape_is_malformed() -> None:
+    message = assembled(text("a"), ev("response.output_text.delta", output_index=0, delta=["not", "text"]))
+
+    assert message.finish.code == Code.MALFORMED_RESPONSE
+
+
+def test_item_done_without_output_index_is_matched_by_its_item_id() -> None:
+    done = ev("response.output_item.done",
+              item={"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "Glob", "arguments": "{}"})
+    message = assembled(call_item(0, call_id=""), args_delta(0, "{}"), done, completed())
+
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("call_1", "Glob", "{}")]
