@@ -1,0 +1,315 @@
+"""``parse_responses_sse``: the OpenAI Responses API stream, bytes split anywhere, to the signals of ``parse_sse``.
+
+Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/responses.md):
+
+- The SSE framing is ``SseFraming``'s. The event's kind is the payload's ``type`` (OpenRouter sends no ``event:``
+  lines; Bedrock Mantle sends ``data:`` before ``event:``); a trailing ``data: [DONE]`` (OpenRouter) is ignored.
+- ``response.output_text.delta`` -> ``delta.content``; ``response.refusal.delta`` -> ``delta.refusal`` (error
+  ``REFUSAL``); ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` ->
+  ``delta.reasoning_content``. Encrypted reasoning is not carried: an ``encrypted-reasoning`` anomaly gives its length.
+- A ``function_call`` item is a ``WireToolCall`` at wire index ``output_index``. Its identity (``call_id``,
+  ``name``) is passed as the wire gives it on ``output_item.added``; one still missing there is passed from
+  ``output_item.done`` (a late ``call_id`` is accepted). A different non-empty value on ``.done`` keeps the first
+  (``conflicting-identity``). ``function_call_arguments.delta`` is matched by ``output_index`` (GitHub Copilot gives
+  every event a new ``item_id``; ``item_id`` is only a fallback). Arguments given whole (``arguments.done`` or
+  ``output_item.done`` with no delta before, as LM Studio sends) are emitted once, at the first of them.
+- Server-side tool items (``web_search_call``, ``code_interpreter_call``, ``mcp_call``...) are a ``server-tool``
+  anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``...) ``unsupported-item``;
+  unknown events ``unknown-event``. None of them is an error.
+- ``response.completed`` -> finish ``stop`` (``tool_calls`` when a function_call item was seen);
+  ``response.incomplete`` -> ``length`` for ``max_output_tokens``, ``content_filter``, else the reason itself;
+  each with the terminal response's usage, then ``Done``. ``response.failed`` -> its usage, then ``Halt`` with
+  ``response.error`` classified; an ``error`` event (nested or flat) -> ``Halt`` classified. Bytes ending before the
+  terminal event -> ``Halt(STREAM_CLOSED)`` (the Responses stream has no stop reason before its terminal event).
+- A payload that is not a JSON object, or an event the parser reads with the wrong shape (a non-string ``delta``...)
+  -> ``Halt(MALFORMED_RESPONSE)`` quoting it; any other event is decoded only for its ``type``.
+
+Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
+
+    bytes:  --"data: {t}\\n\\nda"--"ta: {C}\\n\\n"--|
+    out:    --[c]------------------[c(stop, usage), D]|
+"""
+
+from __future__ import annotations
+
+from ._chunks import Anomaly, Failure
+from ._codes import Code
+from ._errors import classify_inband_error
+from ._limits import DEFAULT_LIMITS, Limits
+from ._responses_events import (
+    IGNORED_EVENTS,
+    READ_EVENTS,
+    SERVER_TOOL_EVENT_PREFIXES,
+    SERVER_TOOL_ITEMS,
+    OutputItem,
+    ResponseObject,
+    ResponsesEvent,
+    decode_event,
+    decode_kind,
+    delta_chunk,
+    error_object,
+    failed_error,
+    tool_chunk,
+    wire_usage,
+)
+from ._signals import Done, Halt, Signal
+from ._sse_framing import SseFraming, quote
+from ._stage import Batch, Operator, stage_operator
+from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta
+
+__all__ = ["parse_responses_sse", "responses_stage"]
+
+_DONE = b"[DONE]"
+_OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _given(value: object) -> str | None:
+    return value if type(value) is str and value else None
+
+
+class _Call:
+    """What was passed on for one function_call item (its ``output_index``)."""
+
+    __slots__ = ("arguments", "deltas", "id", "name", "whole_sent")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.deltas = 0
+        self.arguments: list[str] = []
+        self.whole_sent = False
+
+
+class _ParseResponses(SseFraming):
+    """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
+
+    __slots__ = ("by_item_id", "calls", "reported")
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        super().__init__(limits)
+        self.calls: dict[int, _Call] = {}
+        self.by_item_id: dict[str, int] = {}
+        self.reported: set[str] = set()
+
+    # -- payloads -------------------------------------------------------------------------------------------------
+
+    def dispatch(self, payload: bytes, out: list[Signal]) -> None:
+        if payload == _DONE:  # OpenRouter's trailing [DONE] after the terminal event (or, early, nothing)
+            return
+        try:
+            kind = decode_kind(payload)
+            if kind is None and self.event:
+                kind = self.event.decode("utf-8", "replace")
+            if kind in IGNORED_EVENTS or kind not in READ_EVENTS:
+                self._unread(kind, out)
+                return
+            event = decode_event(payload)
+        except DecodeError as exc:
+            reason = str(exc)
+            message = f"malformed SSE payload: {quote(payload)}"
+            if "JSON" not in reason and "malformed" not in reason.lower():
+                message += f" ({reason})"
+            self._halt(Failure(Code.MALFORMED_RESPONSE, message), out)
+            return
+        if kind == "response.output_text.delta":
+            if event.delta:
+                out.append(delta_chunk(WireDelta(content=event.delta)))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            if event.delta:
+                out.append(delta_chunk(WireDelta(reasoning_content=event.delta)))
+        elif kind == "response.refusal.delta":
+            if event.delta:
+                out.append(delta_chunk(WireDelta(refusal=event.delta)))
+        elif kind == "response.function_call_arguments.delta":
+            self._arguments_delta(event, out)
+        elif kind == "response.function_call_arguments.done":
+            index = self._index_of(event, out)
+            if index is not None:
+                self._whole_arguments(index, event.arguments, out)
+        elif kind == "response.output_item.added":
+            self._item(event, out, done=False)
+        elif kind == "response.output_item.done":
+            self._item(event, out, done=True)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._terminal(kind, event.response, out)
+        elif kind == "response.failed":
+            self._usage(event.response, out)
+            self._halt(classify_inband_error(failed_error(event.response)), out)
+        elif kind == "error":
+            self._halt(classify_inband_error(error_object(event)), out)
+
+    def _unread(self, kind: str | None, out: list[Signal]) -> None:
+        """An event the parser does not decode: known and empty of anything carried, reported, or unknown."""
+        if kind in IGNORED_EVENTS:
+            return
+        if kind is not None and kind.startswith(SERVER_TOOL_EVENT_PREFIXES):
+            return  # the item was reported when it was added
+        if kind == "response.output_text.annotation.added":
+            self._once("annotation", out, "annotation", "output_text annotations (citations) are not carried")
+        else:
+            self._once(f"event-{kind}", out, "unknown-event", f"event {kind!r} not understood; ignored")
+
+    # -- function_call items --------------------------------------------------------------------------------------
+
+    def _item(self, event: ResponsesEvent, out: list[Signal], *, done: bool) -> None:
+        item = event.item
+        if item is None:
+            self._halt(Failure(Code.MALFORMED_RESPONSE, f"{event.type} without an item"), out)
+            return
+        kind = item.type or "?"
+        if kind == "function_call":
+            self._function_call(event.output_index, item, out, done=done)
+        elif kind == "reasoning":
+            if done and isinstance(item.encrypted_content, str) and item.encrypted_content:
+                out.append(Anomaly("encrypted-reasoning", None,
+                                   f"encrypted reasoning of {len(item.encrypted_content)} characters not carried"))
+        elif kind not in _OWN_ITEMS and not done:
+            if kind in SERVER_TOOL_ITEMS:
+                out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
+            else:
+                out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
+
+    def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
+        item_id = _given(item.id)
+        if output_index is not None:
+            index = output_index
+        elif item_id is not None and item_id in self.by_item_id:
+            index = self.by_item_id[item_id]
+        else:
+            index = max(self.calls, default=-1) + 1
+        call = self.calls.get(index)
+        fresh = call is None
+        if call is None:
+            call = self.calls[index] = _Call()
+        if item_id is not None:
+            self.by_item_id.setdefault(item_id, index)
+        new_id = self._identity(call, "id", item.call_id, index, out, done=done)
+        new_name = self._identity(call, "name", item.name, index, out, done=done)
+        if fresh or new_id is not UNSET or new_name is not UNSET:
+            out.append(tool_chunk(index, id=new_id, name=new_name))
+        if done:
+            self._whole_arguments(index, item.arguments, out)
+        elif _given(item.arguments) is not None:
+            call.arguments = [item.arguments]  # given whole on added: sent once, at the first .done
+
+    def _identity(self, call: _Call, field: str, value: object, index: int, out: list[Signal], *,
+                  done: bool) -> object:
+        """The value to pass on for ``field`` (UNSET: nothing new)."""
+        known = call.id if field == "id" else call.name
+        given = _given(value)
+        if known is None:
+            if given is not None:
+                if field == "id":
+                    call.id = given
+                else:
+                    call.name = given
+                return given
+            return UNSET if done else value  # an empty value on added is passed on, as the wire gave it
+        if given is not None and given != known:
+            out.append(Anomaly("conflicting-identity", None,
+                               f"function_call at output_index {index}: {field} {given!r} on output_item.done "
+                               f"ignored, keeping {known!r}"))
+        return UNSET
+
+    def _index_of(self, event: ResponsesEvent, out: list[Signal]) -> int | None:
+        if event.output_index is not None:
+            return event.output_index
+        item_id = _given(event.item_id)
+        if item_id is not None and item_id in self.by_item_id:
+            return self.by_item_id[item_id]
+        self._once("unmatched-arguments", out, "unmatched-arguments",
+                   "function_call arguments without output_index or a known item_id; ignored")
+        return None
+
+    def _arguments_delta(self, event: ResponsesEvent, out: list[Signal]) -> None:
+        index = self._index_of(event, out)
+        if index is None or not event.delta:
+            return
+        call = self.calls.get(index)
+        if call is None:  # arguments before (or without) their item: the call opens unidentified
+            call = self.calls[index] = _Call()
+        if not call.deltas:
+            call.arguments = []
+        call.deltas += 1
+        call.arguments.append(event.delta)
+        out.append(tool_chunk(index, arguments=event.delta))
+
+    def _whole_arguments(self, index: int, arguments: object, out: list[Signal]) -> None:
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = _Call()
+            out.append(tool_chunk(index))
+        given = _given(arguments)
+        if call.deltas:
+            if given is not None and given != "".join(call.arguments):
+                self._once(f"arguments-{index}", out, "arguments-mismatch",
+                           f"function_call at output_index {index}: the whole arguments differ from the deltas; "
+                           "the deltas are kept")
+            return
+        whole = given if given is not None else ("".join(call.arguments) or None)
+        if whole is not None and not call.whole_sent:
+            call.whole_sent = True
+            out.append(tool_chunk(index, arguments=whole))
+
+    # -- the end --------------------------------------------------------------------------------------------------
+
+    def _usage(self, response: ResponseObject | None, out: list[Signal]) -> WireChunk | None:
+        if response is None or response.usage is None:
+            return None
+        chunk = WireChunk(usage=wire_usage(response.usage))
+        out.append(chunk)
+        return chunk
+
+    def _terminal(self, kind: str, response: ResponseObject | None, out: list[Signal]) -> None:
+        if kind == "response.completed":
+            reason = "tool_calls" if self.calls else "stop"
+        else:
+            details = response.incomplete_details if response is not None else None
+            wire = details.reason if details is not None and details.reason else "incomplete"
+            reason = _INCOMPLETE.get(wire, wire)
+        usage = wire_usage(response.usage) if response is not None and response.usage is not None else None
+        out.append(WireChunk(choices=[WireChoice(index=0, finish_reason=reason)], usage=usage))
+        out.append(Done())
+        self.finished = True
+
+    def _halt(self, failure: Failure, out: list[Signal]) -> None:
+        out.append(Halt(failure))
+        self.finished = True
+
+    def _once(self, key: str, out: list[Signal], kind: str, detail: str) -> None:
+        if key not in self.reported:
+            self.reported.add(key)
+            out.append(Anomaly(kind, None, detail))
+
+    def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
+        remaining.append(rest)
+        if any(line[:5] == b"data:" and line[5:].strip() != _DONE for line in remaining):
+            out.insert(len(out) - 1, Anomaly("payload-after-done", None,
+                                             "data arrived after the terminal event; it was not read"))
+
+    def on_end(self, out: list[Signal]) -> None:
+        open_line = b"".join(self.pending).strip()
+        self.pending.clear()
+        if open_line[:5] == b"data:":
+            self.data.append(open_line[5:].lstrip(b" "))
+        if self.data:  # the last event had no terminating blank line: read it (as the Messages fixtures need)
+            payload = b"\n".join(self.data)
+            self.data.clear()
+            out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; read"))
+            self.dispatch(payload, out)
+            if self.finished:
+                return
+        out.append(Halt(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event")))
+
+
+def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+    """A fresh Responses parsing stage (what ``parse_responses_sse`` runs per subscription)."""
+    return _ParseResponses(limits)
+
+
+def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+    """Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done |
+    Halt | Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))

@@ -1,0 +1,250 @@
+"""The OpenAI Responses API stream's vocabulary, decoded once at the edge (``parse_responses_sse``).
+
+Each ``data:`` payload is one event, ``{"type": "response.<...>", ...}``. The structs below keep only the fields the
+parser reads; unknown fields are ignored (``obfuscation``, ``logprobs``, ``sequence_number``, ``phase``, OpenRouter's
+``cost``, Azure's ``content_filters``...). Identity fields (``call_id``, ``name``) are kept as any JSON value: whether
+one counts is ``coalesce_identity``'s rule. Usage counts are numbers (a string count is ``MALFORMED_RESPONSE``),
+mapped to OpenAI's chat shape (``WireUsage``) so the existing normalisation gives the disjoint counts.
+See docs/formats/responses.md and docs/decisions/0025-responses-format.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ._wire import (
+    UNSET,
+    WireChoice,
+    WireChunk,
+    WireCompletionDetails,
+    WireDelta,
+    WireFunction,
+    WirePromptDetails,
+    WireToolCall,
+    WireUsage,
+)
+
+__all__ = [
+    "IGNORED_EVENTS",
+    "READ_EVENTS",
+    "SERVER_TOOL_EVENT_PREFIXES",
+    "SERVER_TOOL_ITEMS",
+    "ResponsesEvent",
+    "decode_event",
+    "decode_kind",
+    "delta_chunk",
+    "error_object",
+    "failed_error",
+    "tool_chunk",
+    "wire_usage",
+]
+
+Number = int | float
+
+
+class InputDetails(msgspec.Struct):
+    cached_tokens: Number | None = None
+    cache_write_tokens: Number | None = None
+
+
+class OutputDetails(msgspec.Struct):
+    reasoning_tokens: Number | None = None
+
+
+class ResponsesUsage(msgspec.Struct):
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
+    total_tokens: Number | None = None
+    input_tokens_details: InputDetails | None = None
+    output_tokens_details: OutputDetails | None = None
+
+
+class IncompleteDetails(msgspec.Struct):
+    reason: str | None = None
+
+
+class ResponseObject(msgspec.Struct):
+    status: str | None = None
+    usage: ResponsesUsage | None = None
+    error: Any = None
+    incomplete_details: IncompleteDetails | None = None
+
+
+class OutputItem(msgspec.Struct):
+    type: str | None = None
+    id: Any = None
+    call_id: Any = UNSET
+    name: Any = UNSET
+    arguments: Any = UNSET
+    encrypted_content: Any = None
+
+
+class ResponsesEvent(msgspec.Struct):
+    type: str | None = None
+    output_index: int | None = None
+    item_id: Any = None
+    delta: str | None = None
+    arguments: str | None = None
+    item: OutputItem | None = None
+    response: ResponseObject | None = None
+    error: Any = UNSET  # the nested shape of the error event
+    code: Any = None  # the flat shape of the error event
+    message: Any = None
+    param: Any = None
+
+
+class _Head(msgspec.Struct):
+    type: Any = None
+
+
+_head = msgspec.json.Decoder(_Head)
+_decoder = msgspec.json.Decoder(ResponsesEvent)
+
+
+def decode_kind(payload: bytes) -> str | None:
+    """The payload's ``type`` (None when absent or not a string). Raises ``msgspec.DecodeError`` for a payload that
+    is not a JSON object (also for JSON nested deeper than the decoder allows). Only the events the parser reads are
+    then decoded whole (``decode_event``): an unknown event is an anomaly whatever its shape."""
+    try:
+        kind = _head.decode(payload).type
+    except RecursionError:
+        raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
+    return kind if isinstance(kind, str) else None
+
+
+def decode_event(payload: bytes) -> ResponsesEvent:
+    """One payload the parser reads, typed. Raises ``msgspec.DecodeError`` for the wrong shape."""
+    try:
+        return _decoder.decode(payload)
+    except RecursionError:
+        raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
+
+
+def wire_usage(usage: ResponsesUsage) -> WireUsage:
+    """The Responses usage in OpenAI's chat shape: ``input_tokens`` (cached included) is ``prompt_tokens``."""
+    details = usage.input_tokens_details
+    out_details = usage.output_tokens_details
+    return WireUsage(
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        prompt_tokens_details=(
+            WirePromptDetails(cached_tokens=details.cached_tokens, cache_write_tokens=details.cache_write_tokens)
+            if details is not None
+            else None
+        ),
+        completion_tokens_details=(
+            WireCompletionDetails(reasoning_tokens=out_details.reasoning_tokens) if out_details is not None else None
+        ),
+    )
+
+
+# The Responses error codes whose meaning classify_inband_error reads from the error ``type``: the Responses API
+# puts them in ``code`` only (``response.error`` has no ``type``; the flat error event's ``type`` is ``"error"``).
+_TYPE_OF_CODE = {
+    "rate_limit_exceeded": "rate_limit_error",
+    "server_error": "server_error",
+    "invalid_prompt": "invalid_request_error",
+    "invalid_request_error": "invalid_request_error",
+}
+
+
+def _typed(error: dict[str, Any]) -> dict[str, Any]:
+    code = error.get("code")
+    kind = error.get("type")
+    if isinstance(code, str) and (not isinstance(kind, str) or kind == "error") and code in _TYPE_OF_CODE:
+        return {**error, "type": _TYPE_OF_CODE[code]}
+    return error
+
+
+def error_object(event: ResponsesEvent) -> Any:
+    """The provider's error object of an ``error`` event, nested (``{"error": {...}}``) or flat (``code``,
+    ``message`` and ``param`` beside ``type``), ready for ``classify_inband_error``."""
+    nested = event.error
+    if nested is not UNSET and nested is not None:
+        return _typed(nested) if isinstance(nested, dict) else nested
+    flat = {"code": event.code, "message": event.message, "param": event.param}
+    return _typed({key: value for key, value in flat.items() if value is not None})
+
+
+def failed_error(response: ResponseObject | None) -> Any:
+    """``response.error`` of ``response.failed``, ready for ``classify_inband_error``."""
+    error = response.error if response is not None else None
+    if isinstance(error, dict):
+        return _typed(error)
+    if error is None:
+        return {"message": "response.failed with no error object"}
+    return error
+
+
+SERVER_TOOL_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "tool_search_call",
+        "tool_search_output",
+        "program",
+    }
+)
+"""Output items the provider runs itself: an anomaly ``server-tool`` naming the item type, never a tool call."""
+
+IGNORED_EVENTS = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.queued",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+    }
+)
+"""Lifecycle events that carry nothing the chunk protocol needs (their text was streamed as deltas)."""
+
+SERVER_TOOL_EVENT_PREFIXES = (
+    "response.web_search_call.",
+    "response.file_search_call.",
+    "response.code_interpreter_call",
+    "response.image_generation_call.",
+    "response.mcp_call",
+    "response.mcp_list_tools.",
+    "response.custom_tool_call_input.",
+)
+"""Progress events of items already reported when they were added (``server-tool`` / ``unsupported-item``)."""
+
+READ_EVENTS = frozenset(
+    {
+        "response.output_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    }
+)
+"""The events the parser decodes whole; any other is decoded only for its ``type``."""
+
+
+def delta_chunk(delta: WireDelta) -> WireChunk:
+    return WireChunk(choices=[WireChoice(index=0, delta=delta)])
+
+
+def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
+    call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
+    return delta_chunk(WireDelta(tool_calls=[call]))
