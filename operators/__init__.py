@@ -83,6 +83,7 @@ from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
+from ._parse_responses import parse_responses_sse
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
@@ -129,6 +130,7 @@ __all__ = [
     "close_on_done",
     "coalesce_identity",
     "detect_format",
+    "parse_responses_sse",
     "parse_sse",
     "parse_stream",
     "retry_when_retryable",

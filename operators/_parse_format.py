@@ -27,6 +27,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from ._limits import DEFAULT_LIMITS, Limits
+from ._parse_responses import responses_stage
 from ._parse_sse import chat_stage
 from ._signals import Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
@@ -38,7 +39,7 @@ FORMATS: tuple[Format, ...] = ("chat", "messages", "responses")
 
 ParserStage = Callable[[Limits], BaseStage[bytes, Signal]]
 
-PARSERS: Mapping[str, ParserStage] = MappingProxyType({"chat": chat_stage})
+PARSERS: Mapping[str, ParserStage] = MappingProxyType({"chat": chat_stage, "responses": responses_stage})
 """Format name -> the stage factory of its parser (the formats this build reads)."""
 
 _MESSAGES_TYPES = frozenset(
