@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from operators import FORMATS, Format, parse_stream
 from pipeline.compose import READ_SIZE, AssistantMessage, example_path, translate
 
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, CliError
@@ -23,18 +24,31 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = commands.add_parser("replay", help="replay a recorded SSE stream through the pipeline")
     p.add_argument("file", nargs="?", help="an .sse file, or - for standard input")
     p.add_argument("--example", choices=["seed-bug"], help="replay a bundled example instead of a file")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="the wire format: chat (completions), messages (Anthropic-style), responses (OpenAI); "
+        "default: detected from the first event",
+    )
     add_output_flags(p)
     p.set_defaults(run=_run)
 
 
 def replay(
-    source: Iterable[bytes] | Path | bytes, *, mode: str, anomalies: bool, out: TextIO, color: bool | None = None
+    source: Iterable[bytes] | Path | bytes,
+    *,
+    mode: str,
+    anomalies: bool,
+    out: TextIO,
+    color: bool | None = None,
+    format: Format | None = None,
 ) -> AssistantMessage:
     """Prints every chunk of ``source`` (and the summary) in ``mode``; returns the assembled message. On Ctrl-C the
     partial summary is printed before ``KeyboardInterrupt`` goes on."""
     printer = Printer(out, mode=mode, color=color)
     try:
-        translate(source, anomalies=anomalies).subscribe(on_next=printer.chunk)
+        translate(source, anomalies=anomalies, format=format).subscribe(on_next=printer.chunk)
     except KeyboardInterrupt:
         printer.summary(interrupted=True)
         raise
@@ -71,12 +85,17 @@ def _run(args: argparse.Namespace) -> int:
         source = _open_source(args.file)
     mode = output_mode(args)
     try:
+        parse_stream(args.format)  # a format this build has no parser for: one line, before reading
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    try:
         replay(
             source,
             mode=mode,
             anomalies=args.anomalies or mode == "text",
             out=sys.stdout,
             color=use_color(args.color, sys.stdout),
+            format=args.format,
         )
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

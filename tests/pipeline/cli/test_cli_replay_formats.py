@@ -1,0 +1,43 @@
+"""``llm-stream replay --format``: each wire format replayed to the same assembled object, named or detected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "fixtures"
+RESPONSES_TOOL = SHARED / "responses" / "02-vercel-ai-reasoning-summary-function-call.sse"
+CHAT = sorted((SHARED / "sse" / "real").glob("*.sse"))[0]
+
+
+def assembled(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["replay", "--assembled", *argv]) == 0
+    result: dict[str, object] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_replay_format_responses_prints_the_assembled_object_of_a_responses_stream(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    named = assembled(capsys, "--format", "responses", str(RESPONSES_TOOL))
+    assert set(named) == {"text", "reasoning", "tool_calls", "usage", "finish"}
+    assert named["tool_calls"] == [
+        {"id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn", "name": "calculator", "arguments": '{"a":12,"b":7,"op":"add"}'}
+    ]
+    assert named["finish"] == {"kind": "tool-calls", "code": None, "message": None}
+    assert assembled(capsys, str(RESPONSES_TOOL)) == named  # detected from the first event
+
+
+def test_replay_format_chat_is_what_detection_gives_for_a_chat_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    assert assembled(capsys, "--format", "chat", str(CHAT)) == assembled(capsys, str(CHAT))
+
+
+def test_replay_refuses_an_unknown_format_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["replay", "--format", "gemini", str(CHAT)])
+    assert raised.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
