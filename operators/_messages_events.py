@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._exceptions import LlmStreamError
 from ._wire import (
     UNSET,
     WireChoice,
@@ -120,8 +121,8 @@ def wire_usage(merged: dict[str, Any]) -> WireUsage | None:
     )
 
 
-class Malformed(Exception):
-    """A payload field of the wrong type (``MALFORMED_RESPONSE``)."""
+class Malformed(LlmStreamError):
+    """A payload field of the wrong type: caught by the parser, which halts with ``MALFORMED_RESPONSE``."""
 
 
 class Block:
