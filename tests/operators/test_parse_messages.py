@@ -12,6 +12,7 @@ from operators import (
     Chunk,
     Code,
     Finish,
+    Limits,
     ReasoningDelta,
     TextDelta,
     ToolCallBlock,
@@ -376,3 +377,12 @@ def test_an_event_name_that_disagrees_with_the_payload_type_is_an_anomaly_and_th
 def test_the_parser_alone_ends_with_done_or_halt() -> None:
     assert isinstance(signals(sse(*stream()))[-1], Done)
     assert isinstance(signals(sse(start()))[-1], Halt)
+
+
+def test_an_event_past_max_event_bytes_is_limit_exceeded() -> None:
+    out: list[Any] = []
+    data = sse(start(), block(0, type="text", text=""), text(0, "x" * 5000))
+    parse_messages_sse(Limits(max_event_bytes=1024))(bytes_source([data])).subscribe(out.extend)
+    last = out[-1]
+    assert isinstance(last, Halt)
+    assert last.failure.code == Code.LIMIT_EXCEEDED
