@@ -1,0 +1,167 @@
+"""The vocabulary of the Messages API stream, for ``parse_messages_sse``: stop reasons, block kinds, usage.
+
+- Stop reasons map to the chat vocabulary ``classify_finish`` reads (docs/decisions/0024-messages-format.md):
+  ``end_turn`` / ``stop_sequence`` -> ``stop``, ``tool_use`` -> ``tool_calls``, ``max_tokens`` -> ``length``;
+  ``refusal`` and ``pause_turn`` (and any other string) pass through, so ``classify_finish`` makes them the errors
+  ``REFUSAL`` and ``PAUSE_TURN``.
+- Usage: ``message_start.message.usage`` merged field by field with each ``message_delta.usage`` (a ``null`` leaves the
+  earlier value); its ``input_tokens`` exclude the cache reads and writes, so the OpenAI-shaped ``prompt_tokens`` is
+  their sum, and the usage normalisation (``_usage.py``) gives the disjoint counts back.
+- The small helpers of the parser: a block's state, typed field access (a wrong type is ``Malformed``), chunk makers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._exceptions import LlmStreamError
+from ._wire import (
+    UNSET,
+    WireChoice,
+    WireChunk,
+    WireCompletionDetails,
+    WireDelta,
+    WireFunction,
+    WirePromptDetails,
+    WireToolCall,
+    WireUsage,
+)
+
+__all__ = [
+    "FINISH_REASONS",
+    "Block",
+    "Malformed",
+    "block_kind",
+    "chunk",
+    "compact",
+    "identity",
+    "index_of",
+    "merge_into",
+    "object_at",
+    "server_tool_name",
+    "string_at",
+    "wire_usage",
+]
+
+FINISH_REASONS: dict[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+"""Messages stop reasons with a chat-vocabulary equivalent; any other string passes through unchanged."""
+
+_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def block_kind(block_type: object) -> str:
+    """``text``, ``thinking``, ``redacted_thinking``, ``tool`` (a client ``tool_use``), ``server`` (a server-side tool
+    or its result) or ``other`` (``compaction``, ``fallback``, anything new)."""
+    if block_type in ("text", "thinking", "redacted_thinking"):
+        return str(block_type)
+    if block_type == "tool_use":
+        return "tool"
+    if block_type in _SERVER_TOOL_BLOCKS or (isinstance(block_type, str) and block_type.endswith("_tool_result")):
+        return "server"
+    return "other"
+
+
+def server_tool_name(block: dict[str, Any]) -> str:
+    """What a server-tool anomaly names: the tool's ``name`` (and MCP ``server_name``), else the block type."""
+    name = block.get("name")
+    server = block.get("server_name")
+    label = name if isinstance(name, str) and name else str(block.get("type"))
+    return f"{label} on {server}" if isinstance(server, str) and server else label
+
+
+def compact(value: object) -> str:
+    """Arguments given whole (a block's ``input``) as compact JSON."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def merge_into(merged: dict[str, Any], usage: object) -> bool:
+    """Merges one usage object into ``merged`` field by field (``null`` keeps the earlier value); False when it is
+    not an object."""
+    if not isinstance(usage, dict):
+        return False
+    for key, value in usage.items():
+        if value is not None:
+            merged[key] = value
+    return True
+
+
+def _number(value: object) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def wire_usage(merged: dict[str, Any]) -> WireUsage | None:
+    """The merged Messages usage in OpenAI's shape (``None`` when no count is known). A count that is not a number
+    counts as absent; a negative or absurd one is left to the normalisation, which drops it (``invalid-usage``)."""
+    uncached = _number(merged.get("input_tokens"))
+    reads = _number(merged.get("cache_read_input_tokens"))
+    writes = _number(merged.get("cache_creation_input_tokens"))
+    output = _number(merged.get("output_tokens"))
+    details = merged.get("output_tokens_details")
+    thinking = _number(details.get("thinking_tokens")) if isinstance(details, dict) else None
+    if uncached is None and reads is None and writes is None and output is None:
+        return None
+    prompt = None
+    if uncached is not None or reads is not None or writes is not None:
+        prompt = (uncached or 0) + (reads or 0) + (writes or 0)
+    return WireUsage(
+        prompt_tokens=prompt,
+        completion_tokens=output,
+        prompt_tokens_details=(
+            WirePromptDetails(cached_tokens=reads, cache_write_tokens=writes)
+            if reads is not None or writes is not None
+            else None
+        ),
+        completion_tokens_details=WireCompletionDetails(reasoning_tokens=thinking) if thinking is not None else None,
+    )
+
+
+class Malformed(LlmStreamError):
+    """A payload field of the wrong type: caught by the parser, which halts with ``MALFORMED_RESPONSE``."""
+
+
+class Block:
+    """What the parser keeps of one content block."""
+
+    __slots__ = ("deltas", "kind", "stopped", "whole")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.whole: str | None = None  # a tool's input given whole in its start
+        self.deltas = False  # an input_json_delta came
+        self.stopped = False
+
+
+def index_of(body: dict[str, Any]) -> int:
+    index = body.get("index")
+    if type(index) is not int or index < 0:
+        raise Malformed(f"{body.get('type')} without a valid index")
+    return index
+
+
+def object_at(body: dict[str, Any], key: str) -> dict[str, Any]:
+    value = body.get(key)
+    if not isinstance(value, dict):
+        raise Malformed(f"{body.get('type')}.{key} is not an object")
+    return value
+
+
+def string_at(delta: dict[str, Any], key: str) -> str:
+    value = delta.get(key)
+    if not isinstance(value, str):
+        raise Malformed(f"{delta.get('type')}.{key} is not a string")
+    return value
+
+
+def chunk(delta: WireDelta | None = None, finish: str | None = None) -> WireChunk:
+    return WireChunk(choices=[WireChoice(index=0, delta=delta, finish_reason=finish)])
+
+
+def identity(index: int, block: dict[str, Any]) -> WireToolCall:
+    """A ``tool_use`` start's identity, as the wire gave it."""
+    return WireToolCall(index=index, id=block.get("id", UNSET), function=WireFunction(name=block.get("name", UNSET)))

@@ -1,0 +1,311 @@
+"""``parse_messages_sse``: the Anthropic-style Messages API stream, bytes split anywhere, to ``parse_sse``'s signals.
+
+Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
+
+- The SSE framing is ``SseFraming``'s. Each payload's own ``type`` says what the event is (an ``event:`` name that
+  disagrees is an ``event-mismatch`` anomaly); data-only streams read the same.
+- ``content_block_start`` opens block ``index``: a ``text`` / ``thinking`` block's initial text is emitted; a
+  ``tool_use`` block gives a ``WireToolCall`` at wire index ``index`` with ``id`` and ``name`` exactly as given
+  (``coalesce_identity`` accepts only a non-empty string). Deltas are matched by ``index``, so interleaved blocks
+  are fine: ``text_delta`` -> content, ``thinking_delta`` -> ``reasoning_content``, ``input_json_delta`` -> the
+  call's argument fragment. A tool's ``input`` given whole (non-empty, no ``input_json_delta`` after it) is emitted
+  once, as compact JSON, at the block's stop (or at the end for a block never stopped). ``message_start.content``
+  blocks (continuation responses) are read as started and stopped.
+- Not carried this round, each reported as an anomaly with its length, never its content: ``signature_delta`` and a
+  start's ``signature`` (``reasoning-signature``), ``redacted_thinking`` (``redacted-thinking``), ``citations_delta``
+  (``citation``). Server-side tools (``server_tool_use``, ``mcp_tool_use``, ``*_tool_result``) are ``server-tool``
+  anomalies, never tool calls; other blocks (``compaction``, ``fallback``) and unknown deltas/events are anomalies.
+- ``message_delta`` gives the stop reason (``_messages_events.FINISH_REASONS``) and usage, merged field by field
+  with ``message_start``'s. At ``message_stop``: one ``WireChunk`` with the finish reason and the merged usage, then
+  ``Done``. A block still open there (``max_tokens`` cutting a tool block) is an ``unterminated-block`` anomaly.
+- ``error`` (an event named so, or a payload of type ``error``) gives the usage known so far, then ``Halt`` with the
+  error classified (``overloaded_error`` -> ``SERVER``, ``rate_limit_error`` -> ``RATE_LIMIT``). A payload that is
+  not a JSON object with a string ``type``, or has fields of the wrong type, is ``MALFORMED_RESPONSE``.
+- The end of the bytes: complete ``data:`` lines of an event with no final blank line are still read
+  (``unterminated-event``). Then, without ``message_stop``: after a stop reason, a ``missing-message-stop`` anomaly,
+  the finish and usage, ``Done(synthetic=True)``; before one, the usage so far and ``Halt(STREAM_CLOSED)``.
+
+Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
+
+    bytes:  --s--t-----m--x--|
+    out:    --[]-[c]---[]-[c(finish, usage), Done]|
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import msgspec
+
+from ._chunks import Anomaly, Failure
+from ._codes import Code
+from ._errors import classify_inband_error
+from ._limits import DEFAULT_LIMITS, Limits
+from ._messages_events import (
+    FINISH_REASONS,
+    Block,
+    Malformed,
+    block_kind,
+    chunk,
+    compact,
+    identity,
+    index_of,
+    merge_into,
+    object_at,
+    server_tool_name,
+    string_at,
+    wire_usage,
+)
+from ._signals import Done, Halt, Signal
+from ._sse_framing import SseFraming, quote
+from ._stage import Batch, Operator, stage_operator
+from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall
+
+__all__ = ["messages_stage", "parse_messages_sse"]
+
+
+class _ParseMessages(SseFraming):
+    """Messages: one handler per payload ``type``; ``message_stop`` the end."""
+
+    __slots__ = ("blocks", "finish", "started", "usage")
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        super().__init__(limits)
+        self.blocks: dict[int, Block] = {}
+        self.usage: dict[str, Any] = {}
+        self.finish: str | None = None
+        self.started = False
+
+    # -- payloads -------------------------------------------------------------------------------------------------
+
+    def dispatch(self, payload: bytes, out: list[Signal]) -> None:
+        try:
+            body = msgspec.json.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            body = None
+        kind = body.get("type") if isinstance(body, dict) else None
+        if self.event == b"error" or kind == "error":
+            error = body.get("error", body) if isinstance(body, dict) else {"message": quote(payload, 500)}
+            self._emit_usage(out)
+            self._halt(classify_inband_error(error), out)
+            return
+        if not isinstance(body, dict) or not isinstance(kind, str):
+            self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
+            return
+        if self.event and self.event != kind.encode():
+            out.append(Anomaly("event-mismatch", None, f"event {quote(self.event, 40)} carried a {kind} payload"))
+        handler = self._HANDLERS.get(kind)
+        if handler is None:
+            out.append(Anomaly("unknown-event", None, f"Messages event {kind[:60]} ignored"))
+            return
+        try:
+            handler(self, body, out)
+        except Malformed as exc:
+            self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload ({exc}): {quote(payload)}"), out)
+
+    def _halt(self, failure: Failure, out: list[Signal]) -> None:
+        out.append(Halt(failure))
+        self.finished = True
+
+    def _message_start(self, body: dict[str, Any], out: list[Signal]) -> None:
+        message = object_at(body, "message")
+        if self.started:
+            out.append(Anomaly("duplicate-message-start", None, "a second message_start was ignored"))
+            return
+        self.started = True
+        merge_into(self.usage, message.get("usage"))
+        content = message.get("content")
+        if isinstance(content, list):
+            for position, block in enumerate(content):
+                if isinstance(block, dict):
+                    self._start(position, block, out)
+                    self._stop(position, out)
+        self._stop_reason(message.get("stop_reason"))
+
+    def _block_start(self, body: dict[str, Any], out: list[Signal]) -> None:
+        self._start(index_of(body), object_at(body, "content_block"), out)
+
+    def _start(self, index: int, block: dict[str, Any], out: list[Signal]) -> None:
+        block_type = block.get("type")
+        known = self.blocks.get(index)
+        if known is not None:
+            out.append(Anomaly("repeated-block-start", index, f"content block {index} started again"))
+            if known.kind == "tool" and block_kind(block_type) == "tool":  # identity as the wire gave it again
+                out.append(chunk(WireDelta(tool_calls=[identity(index, block)])))
+            return
+        kind = block_kind(block_type)
+        state = self.blocks[index] = Block(kind)
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                out.append(chunk(WireDelta(content=text)))
+        elif kind == "thinking":
+            thinking = block.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                out.append(chunk(WireDelta(reasoning_content=thinking)))
+            self._signature(index, block.get("signature"), out)
+        elif kind == "redacted_thinking":
+            data = block.get("data")
+            size = len(data) if isinstance(data, str) else 0
+            out.append(Anomaly("redacted-thinking", index, f"redacted_thinking data of {size} characters not carried"))
+        elif kind == "tool":
+            out.append(chunk(WireDelta(tool_calls=[identity(index, block)])))
+            given = block.get("input")
+            if given not in (None, {}, "", []):
+                state.whole = compact(given)
+        elif kind == "server":
+            out.append(Anomaly("server-tool", index, f"server-side {block_type}: {server_tool_name(block)}"))
+        else:
+            out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
+
+    def _signature(self, index: int, signature: object, out: list[Signal]) -> None:
+        if isinstance(signature, str) and signature:
+            out.append(
+                Anomaly("reasoning-signature", index, f"thinking signature of {len(signature)} characters not carried")
+            )
+
+    def _block_delta(self, body: dict[str, Any], out: list[Signal]) -> None:
+        index = index_of(body)
+        delta = object_at(body, "delta")
+        delta_type = delta.get("type")
+        block = self.blocks.get(index)
+        if block is None:
+            out.append(Anomaly("delta-without-start", index, f"{str(delta_type)[:60]} for a block never started"))
+            return
+        if block.kind == "server":
+            return  # its input streams too; reported once, at its start
+        if delta_type == "text_delta" and block.kind == "text":
+            text = string_at(delta, "text")
+            if text:
+                out.append(chunk(WireDelta(content=text)))
+        elif delta_type == "thinking_delta" and block.kind == "thinking":
+            thinking = string_at(delta, "thinking")
+            if thinking:
+                out.append(chunk(WireDelta(reasoning_content=thinking)))
+        elif delta_type == "input_json_delta" and block.kind == "tool":
+            fragment = string_at(delta, "partial_json")
+            block.deltas = True
+            out.append(
+                chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=fragment))]))
+            )
+        elif delta_type == "signature_delta":
+            self._signature(index, delta.get("signature"), out)
+        elif delta_type == "citations_delta":
+            citation = delta.get("citation")
+            size = len(compact(citation)) if citation is not None else 0
+            out.append(Anomaly("citation", index, f"citation of {size} characters not carried"))
+        else:
+            out.append(Anomaly("unknown-delta", index, f"{str(delta_type)[:60]} in a {block.kind} block ignored"))
+
+    def _block_stop(self, body: dict[str, Any], out: list[Signal]) -> None:
+        index = index_of(body)
+        if index not in self.blocks:
+            out.append(Anomaly("stop-without-start", index, f"content_block_stop for block {index} never started"))
+            return
+        self._stop(index, out)
+
+    def _stop(self, index: int, out: list[Signal]) -> None:
+        block = self.blocks[index]
+        if block.stopped:
+            return
+        block.stopped = True
+        if block.whole is not None and not block.deltas:  # arguments given whole count once
+            out.append(
+                chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=block.whole))]))
+            )
+
+    def _message_delta(self, body: dict[str, Any], out: list[Signal]) -> None:
+        delta = body.get("delta")
+        if isinstance(delta, dict):
+            self._stop_reason(delta.get("stop_reason"))
+        merge_into(self.usage, body.get("usage"))
+
+    def _stop_reason(self, reason: object) -> None:
+        if isinstance(reason, str) and reason:
+            self.finish = FINISH_REASONS.get(reason, reason)
+            self.saw_finish = True
+
+    def _message_stop(self, body: dict[str, Any], out: list[Signal]) -> None:
+        self._close(out)
+        out.append(Done())
+        self.finished = True
+
+    def _ping(self, body: dict[str, Any], out: list[Signal]) -> None:
+        pass
+
+    # -- the end --------------------------------------------------------------------------------------------------
+
+    def _close(self, out: list[Signal]) -> None:
+        """Blocks never stopped, then the finish and the merged usage in one chunk."""
+        for index, block in self.blocks.items():
+            if not block.stopped:
+                out.append(
+                    Anomaly("unterminated-block", index, f"{block.kind} block {index} had no content_block_stop")
+                )
+                self._stop(index, out)
+        out.append(WireChunk(choices=[WireChoice(index=0, finish_reason=self.finish)], usage=wire_usage(self.usage)))
+
+    def _emit_usage(self, out: list[Signal]) -> None:
+        usage = wire_usage(self.usage)
+        if usage is not None:
+            out.append(WireChunk(usage=usage))
+
+    def on_end(self, out: list[Signal]) -> None:
+        self._read_unterminated(out)
+        if self.finished:
+            return
+        if self.saw_finish:
+            out.append(
+                Anomaly("missing-message-stop", None, "the stream ended after a stop_reason without message_stop")
+            )
+            self._close(out)
+            out.append(Done(synthetic=True))
+        else:
+            self._emit_usage(out)
+            out.append(Halt(Failure(Code.STREAM_CLOSED, "Messages stream ended before message_stop")))
+
+    def _read_unterminated(self, out: list[Signal]) -> None:
+        """The last event without its final blank line (the anthropic-sdk fixtures end so): its data is read when it
+        is a whole JSON value (a ``data:`` line cut mid-way is not), else discarded; ``unterminated-event`` either
+        way."""
+        data = list(self.data)
+        open_line = b"".join(self.pending)
+        if open_line[:5] == b"data:":
+            data.append(open_line[6:] if open_line[5:6] == b" " else open_line[5:])
+        elif open_line.strip() or self.head:
+            out.append(Anomaly("unterminated-event", None, "the bytes ended inside a line; discarded"))
+        self.data.clear()
+        self.pending.clear()
+        if not data:
+            return
+        payload = data[0] if len(data) == 1 else b"\n".join(data)
+        try:
+            msgspec.json.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            out.append(Anomaly("unterminated-event", None, "the last event was cut; discarded"))
+            return
+        out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; read"))
+        self.dispatch(payload, out)
+
+    _HANDLERS: ClassVar[dict[str, Callable[[_ParseMessages, dict[str, Any], list[Signal]], None]]] = {
+        "message_start": _message_start,
+        "content_block_start": _block_start,
+        "content_block_delta": _block_delta,
+        "content_block_stop": _block_stop,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+        "ping": _ping,
+    }
+
+
+def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+    """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
+    return _ParseMessages(limits)
+
+
+def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+    """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
+    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))
