@@ -83,6 +83,7 @@ from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
+from ._parse_messages import parse_messages_sse
 from ._parse_responses import parse_responses_sse
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
@@ -130,6 +131,7 @@ __all__ = [
     "close_on_done",
     "coalesce_identity",
     "detect_format",
+    "parse_messages_sse",
     "parse_responses_sse",
     "parse_sse",
     "parse_stream",

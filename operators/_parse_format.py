@@ -27,6 +27,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from ._limits import DEFAULT_LIMITS, Limits
+from ._parse_messages import messages_stage
 from ._parse_responses import responses_stage
 from ._parse_sse import chat_stage
 from ._signals import Signal
@@ -39,7 +40,9 @@ FORMATS: tuple[Format, ...] = ("chat", "messages", "responses")
 
 ParserStage = Callable[[Limits], BaseStage[bytes, Signal]]
 
-PARSERS: Mapping[str, ParserStage] = MappingProxyType({"chat": chat_stage, "responses": responses_stage})
+PARSERS: Mapping[str, ParserStage] = MappingProxyType(
+    {"chat": chat_stage, "messages": messages_stage, "responses": responses_stage}
+)
 """Format name -> the stage factory of its parser (the formats this build reads)."""
 
 _MESSAGES_TYPES = frozenset(
