@@ -22,7 +22,7 @@ from request_recorder import (
 from pipeline.transport import ANTHROPIC_VERSION, ChatClient, ClientConfig, ConfigError
 
 KEY = "sk-test-apis-123"
-TOOLS = [{
+TOOLS: list[dict[str, Any]] = [{
     "type": "function",
     "function": {
         "name": "get_weather",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipeline.transport import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
