@@ -3,6 +3,7 @@ docs/decisions/0027-request-shapes.md)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -312,3 +313,35 @@ def test_every_tool_call_round_trips_with_its_result_in_both_shapes(calls: list[
     assert [item["call_id"] for item in items if item["type"] == "function_call_output"] == ids
     assert [item["output"] for item in items if item["type"] == "function_call_output"] == [
         f"result {i}" for i in ids]
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Chat histories as ``Session.messages()`` writes them: turns of a user message, tool steps (an assistant with
+    calls, then one result per call) and a final assistant answer (possibly empty)."""
+    messages: list[dict[str, Any]] = []
+    number = 0
+    for _ in range(draw(st.integers(1, 3))):
+        messages.append(user(draw(st.text(min_size=1, max_size=5))))
+        for _ in range(draw(st.integers(0, 2))):
+            ids = [f"c{number + k}" for k in range(draw(st.integers(1, 3)))]
+            number += len(ids)
+            messages.append(assistant(draw(st.sampled_from([None, "", "hm"])), *[call(i) for i in ids]))
+            messages.extend(tool(i, "ok") for i in ids)
+        messages.append(assistant(draw(st.sampled_from(["", "done"]))))
+    return messages
+
+
+@given(_histories())
+def test_messages_roles_alternate_and_each_result_follows_its_call(messages: list[dict[str, Any]]) -> None:
+    shaped = messages_request(messages, model="m")["messages"]
+    roles = [m["role"] for m in shaped]
+    assert roles[0] == "user"
+    assert all(a != b for a, b in itertools.pairwise(roles))
+    for before, after in itertools.pairwise(shaped):
+        if before["role"] == "assistant" and isinstance(before["content"], list):
+            used = [b["id"] for b in before["content"] if b["type"] == "tool_use"]
+            results = [b for b in after["content"] if b["type"] == "tool_result"]
+            assert [b["tool_use_id"] for b in results] == used
+            assert after["content"][: len(results)] == results  # results first
+    assert all(m["content"] for m in shaped)
