@@ -140,6 +140,13 @@ def _function_of(tool: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return function if tool.get("type") == "function" and isinstance(function, Mapping) else None
 
 
+def _tool_name(function: Mapping[str, Any]) -> str:
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a tool needs a non-empty function.name, got {dict(function)!r:.120}")
+    return name
+
+
 _EMPTY_SCHEMA: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
 
 
@@ -147,7 +154,7 @@ def _messages_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     function = _function_of(tool)
     if function is None:
         return dict(tool)
-    out: dict[str, Any] = {"name": function.get("name")}
+    out: dict[str, Any] = {"name": _tool_name(function)}
     if function.get("description") is not None:
         out["description"] = function["description"]
     out["input_schema"] = dict(function.get("parameters") or _EMPTY_SCHEMA)
@@ -158,7 +165,7 @@ def _responses_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     function = _function_of(tool)
     if function is None:
         return dict(tool)
-    out: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    out: dict[str, Any] = {"type": "function", "name": _tool_name(function)}
     if function.get("description") is not None:
         out["description"] = function["description"]
     out["parameters"] = dict(function.get("parameters") or _EMPTY_SCHEMA)

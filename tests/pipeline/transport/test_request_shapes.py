@@ -274,6 +274,13 @@ def test_a_conversation_the_api_cannot_express_is_refused_naming_the_message(
         build(messages, model="m")
 
 
+@pytest.mark.parametrize("build", SHAPERS, ids=["messages", "responses"])
+@pytest.mark.parametrize("function", [{}, {"name": ""}, {"name": 3}], ids=["missing", "empty", "number"])
+def test_a_chat_tool_without_a_name_is_refused(build: Any, function: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"non-empty function\.name"):
+        build([user("a")], model="m", tools=[{"type": "function", "function": function}])
+
+
 @pytest.mark.parametrize("build", BUILDERS, ids=["chat", "messages", "responses"])
 def test_building_leaves_the_conversation_unchanged(build: Any) -> None:
     before = json.dumps(CONVERSATION)
