@@ -6,7 +6,10 @@
 
 Per step:
 
-1. The request carries ``session.messages()`` (the committed history) and the registry's tool schemas.
+1. The request carries ``session.messages()`` (the committed history, in chat shape) and the registry's tool
+   schemas, in the shape of the client's API (``ChatClient(api="chat" | "messages" | "responses")``: assistant tool
+   calls and tool results as that API writes them, docs/decisions/0027-request-shapes.md); ``system="..."`` (with
+   any other request keyword) goes to ``ChatClient.request_body`` on every step.
 2. The response streams through the pipeline with ``retry_when_retryable``. A retried attempt is recorded as
    ``assistant/attempt`` (its chunks, for the record) followed by ``llm/retry``; its partial output and its error text
    never reach the next request's messages, which are the same messages again, and its tool calls never run
@@ -171,6 +174,7 @@ async def run_turn(
         assembler = Assembler()
         attempt = 1
         attempt_chunks: list[Chunk] = []
+        # the client builds the body in its API's shape (ChatClient.request_body); the history stays chat-shaped
         async for chunk in client.stream(session.messages(), tools=tools, cancel=cancel, **request):
             assembler.feed(chunk)
             if isinstance(chunk, Retry):

@@ -1,6 +1,7 @@
-"""A live endpoint: the HTTP client, its configuration, the HTTP byte source, the key's redaction."""
+"""A live endpoint: the HTTP client, its configuration, each API's request body, the HTTP byte source, the key's
+redaction."""
 
-from ._client import ChatClient
+from ._client import ANTHROPIC_VERSION, ChatClient
 from ._config import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_TOTAL_TIMEOUT,
@@ -10,14 +11,22 @@ from ._config import (
     is_loopback,
 )
 from ._redact import redact_key
+from ._requests import APIS, DEFAULT_MAX_TOKENS, Api, chat_request, messages_request, responses_request
 
 __all__ = [
+    "ANTHROPIC_VERSION",
+    "APIS",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_TOTAL_TIMEOUT",
+    "Api",
     "ChatClient",
     "ClientConfig",
     "ConfigError",
     "InsecureBaseUrlWarning",
+    "chat_request",
     "is_loopback",
+    "messages_request",
     "redact_key",
+    "responses_request",
 ]

@@ -1,8 +1,9 @@
-"""``ChatClient``: an OpenAI-compatible chat-completions client, streaming through the pipeline with bounded retry.
+"""``ChatClient``: a streaming client for chat completions, the Messages API or the Responses API (``api=``), through
+the pipeline with bounded retry.
 
 The chain, per ``chunks()`` subscription::
 
-    http_source --> parse_sse --> rules (each attempt) --> retry_when_retryable --> to_chunks --> Observable[Chunk]
+    http_source --> parse_stream(api) --> rules (each attempt) --> retry_when_retryable --> to_chunks --> chunks
 
 ``rules=`` means what it means in ``pipeline.translate`` and ``pipeline.stream``: the rule chain applied to each
 attempt, replacing ``protocol_rules()``. Processing after the retry (seeing ``retry`` chunks and the final attempt)
@@ -12,6 +13,10 @@ is done with ordinary reactivex operators on the ``Observable[Chunk]`` that ``ch
 
 ``stream()`` bridges Rx to ``async for`` without any scheduler thread: the request task pushes each read through
 the chain and then waits until the caller has taken what it produced, so the caller's loop paces the reads.
+
+The conversation is always given in chat shape (what ``Session.messages()`` returns); ``request_body`` turns it into
+the body of the client's API (``_requests.py``, docs/decisions/0027-request-shapes.md), so ``run_turn`` sends the same
+conversation, tool calls and tool results included, whichever API the client speaks.
 """
 
 from __future__ import annotations
@@ -42,13 +47,19 @@ from pipeline.compose import Assembler, AssistantMessage, apply, to_chunks, tran
 
 from .._logging import get_logger, log_chunks
 from ._config import ClientConfig
+from ._requests import BUILDERS, Api
 from ._source import Pace, http_source
 
-__all__ = ["ChatClient"]
+__all__ = ["ANTHROPIC_VERSION", "ChatClient"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header of a Messages API request, unless the client's ``headers`` give one."""
 
 
 class ChatClient:
-    """Streams chat completions through the pipeline, with bounded retry.
+    """Streams completions through the pipeline, with bounded retry. ``api`` (default ``"chat"``) chooses the API:
+    ``"chat"`` posts to ``{base_url}/chat/completions``, ``"messages"`` to ``{base_url}/messages`` (with
+    ``x-api-key`` and ``anthropic-version`` besides ``Authorization``), ``"responses"`` to ``{base_url}/responses``.
 
         client = ChatClient(base_url="http://127.0.0.1:8808/v1", model="seed-bug")
         async for chunk in client.stream([{"role": "user", "content": "hi"}]):
@@ -69,7 +80,10 @@ class ChatClient:
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
         config: ClientConfig | None = None,
+        api: Api | None = None,
     ) -> None:
+        if config is not None and api is not None and api != config.api:
+            raise ValueError(f"api={api!r} disagrees with config.api={config.api!r}: give one of them")
         self.config = config or ClientConfig.resolve(
             base_url=base_url,
             model=model,
@@ -77,6 +91,7 @@ class ChatClient:
             idle_timeout=idle_timeout,
             total_timeout=total_timeout,
             limits=limits,
+            api=api,
         )
         self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy()
         self.headers = dict(headers or {})
@@ -86,7 +101,8 @@ class ChatClient:
         )
 
     def __repr__(self) -> str:
-        return f"ChatClient(base_url={self.config.base_url!r}, model={self.config.model!r})"
+        api = "" if self.config.api == "chat" else f", api={self.config.api!r}"
+        return f"ChatClient(base_url={self.config.base_url!r}, model={self.config.model!r}{api})"
 
     async def aclose(self) -> None:
         if self._own_client:
@@ -105,33 +121,40 @@ class ChatClient:
         messages: Sequence[Mapping[str, Any]],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        system: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
         stop: str | Sequence[str] | None = None,
+        tool_choice: Any = None,
         model: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": model or self.config.model,
-            "messages": [dict(m) for m in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if tools:
-            body["tools"] = [dict(t) for t in tools]
-        if temperature is not None:
-            body["temperature"] = temperature
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        if stop is not None:
-            body["stop"] = stop
+        """The streaming request body for the client's API, from a chat-shaped conversation (``messages`` and chat
+        ``tools``; ``system`` goes first). ``extra`` keys are added last, as they are, in the API's own shape.
+        ``ValueError`` for a conversation the API cannot be sent (docs/decisions/0027-request-shapes.md)."""
+        build = BUILDERS[self.config.api]
+        body = build(
+            messages,
+            model=model or self.config.model,
+            tools=tools,
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stop=stop,
+            tool_choice=tool_choice,
+        )
         body.update(extra)
         return body
 
     def _request_headers(self) -> dict[str, str]:
         headers = dict(self.headers)
+        given = {name.lower() for name in headers}
+        if self.config.api == "messages" and "anthropic-version" not in given:
+            headers["anthropic-version"] = ANTHROPIC_VERSION
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
+            if self.config.api == "messages":  # Anthropic reads x-api-key; gateways differ, so both are sent
+                headers["x-api-key"] = self.config.api_key
         return headers
 
     def response(self, body: Mapping[str, Any], *, pace: Pace | None = None) -> Observable[bytes]:
@@ -149,9 +172,11 @@ class ChatClient:
     def attempts(
         self, body: Mapping[str, Any], *, rules: Iterable[Rule] | None = None, pace: Pace | None = None
     ) -> Observable[Batch[Signal]]:
-        """One attempt per subscription: the response through ``parse_sse`` and ``rules`` (default
-        ``protocol_rules()``), as batches."""
-        return translate_batches(self.response(body, pace=pace), rules=rules, limits=self.config.limits, format="chat")
+        """One attempt per subscription: the response through the API's parse operator (``parse_stream(api)``) and
+        ``rules`` (default ``protocol_rules()``), as batches."""
+        return translate_batches(
+            self.response(body, pace=pace), rules=rules, limits=self.config.limits, format=self.config.api
+        )
 
     def chunks(
         self,

@@ -13,6 +13,8 @@ import attrs
 
 from operators import DEFAULT_LIMITS, Limits, LlmStreamError
 
+from ._requests import APIS, ENDPOINTS, Api
+
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_TOTAL_TIMEOUT",
@@ -85,6 +87,14 @@ class ClientConfig:
     connect_timeout: float = 30.0
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     limits: Limits = DEFAULT_LIMITS
+    api: Api = attrs.field(default="chat", validator=lambda _, __, value: _check_api(value))
+    """Which API the requests speak: ``"chat"`` (``/chat/completions``), ``"messages"`` (``/messages``) or
+    ``"responses"`` (``/responses``); docs/decisions/0027-request-shapes.md."""
+
+    @property
+    def url(self) -> str:
+        """The URL requests are posted to: the base URL and the API's path."""
+        return f"{self.base_url}{ENDPOINTS[self.api]}"
 
     def __attrs_post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -109,6 +119,7 @@ class ClientConfig:
         total_timeout: float | None = None,
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
+        api: Api | None = None,
     ) -> ClientConfig:
         """Each setting from the first of (docs/decisions/0020-environment-and-logging.md):
 
@@ -116,7 +127,8 @@ class ClientConfig:
         - API key: ``api_key``, ``LLM_STREAM_API_KEY``, ``OPENAI_API_KEY``, then the key the host's provider names
           (``DEEPSEEK_API_KEY`` for ``api.deepseek.com``); ``OPENAI_API_KEY`` is sent only to ``api.openai.com`` or
           to the origin of ``OPENAI_BASE_URL``, never to another host by accident;
-        - model: ``model``, ``LLM_STREAM_MODEL``, then the provider's default (``clean`` on loopback).
+        - model: ``model``, ``LLM_STREAM_MODEL``, then the provider's default (``clean`` on loopback);
+        - API: ``api``, then ``"chat"``.
 
         A non-loopback URL needs a key and a model (``ConfigError`` says which variable to set)."""
         env = os.environ if env is None else env
@@ -141,7 +153,14 @@ class ClientConfig:
             idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout,
             total_timeout=DEFAULT_TOTAL_TIMEOUT if total_timeout is None else total_timeout,
             limits=DEFAULT_LIMITS if limits is None else limits,
+            api="chat" if api is None else api,
         )
+
+
+def _check_api(value: object) -> None:
+    if value not in APIS:
+        known = ", ".join(repr(name) for name in APIS)
+        raise ConfigError(f"api is one of {known}, got {value!r:.80}")
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

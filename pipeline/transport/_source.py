@@ -57,7 +57,8 @@ def http_source(
     headers: Mapping[str, str],
     pace: Pace | None = None,
 ) -> Observable[bytes]:
-    """A cold Observable of the reads of ``POST {base_url}/chat/completions``. Subscribe from within a running event
+    """A cold Observable of the reads of ``POST {config.url}`` (``{base_url}/chat/completions``, ``/messages`` or
+    ``/responses``, as ``config.api`` says). Subscribe from within a running event
     loop; disposing the subscription closes the response."""
 
     def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
@@ -99,7 +100,7 @@ async def _pump(
     observer: abc.ObserverBase[bytes],
     pace: Pace | None,
 ) -> None:
-    url = f"{config.base_url}/chat/completions"
+    url = config.url
     where = _Where()
     deadline = asyncio.timeout(config.total_timeout)
     failure: Failure | None
