@@ -123,8 +123,8 @@ SCRIPTS = {
     "api",
     [
         "chat",
-        pytest.param("messages", marks=pytest.mark.xfail(strict=False, reason="parser not merged")),
-        pytest.param("responses", marks=pytest.mark.xfail(strict=False, reason="parser not merged")),
+        "messages",
+        "responses",
     ],
 )
 async def test_run_turn_completes_a_tool_turn_on_each_api(api: str, tmp_path: Path) -> None:

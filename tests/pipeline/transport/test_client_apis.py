@@ -172,8 +172,8 @@ def test_request_body_takes_the_system_prompt_and_extra_keys_in_the_api_shape() 
     "api",
     [
         "chat",
-        pytest.param("messages", marks=pytest.mark.xfail(strict=False, reason="parser not merged")),
-        pytest.param("responses", marks=pytest.mark.xfail(strict=False, reason="parser not merged")),
+        "messages",
+        "responses",
     ],
 )
 async def test_each_api_streams_an_answer_through_its_parser(api: str) -> None:
