@@ -51,6 +51,20 @@ REASONING_TOKENS = 4
 """``output_tokens_details.reasoning_tokens`` of every completed Responses stream (part of ``output_tokens``)."""
 
 _CLEAN = "".join(CLEAN_TEXT)
+_RESPONSE_SETTINGS: Json = {
+    **dict.fromkeys(("error", "incomplete_details", "instructions", "max_output_tokens", "previous_response_id")),
+    "background": False,
+    "parallel_tool_calls": True,
+    "reasoning": {"effort": None, "summary": None},
+    "store": True,
+    "temperature": 1.0,
+    "text": {"format": {"type": "text"}},
+    "tool_choice": "auto",
+    "tools": [],
+    "top_p": 1.0,
+    "truncation": "disabled",
+    "metadata": {},
+}
 _ARGUMENTS = "".join(WEATHER_ARGUMENTS)
 
 
@@ -78,31 +92,16 @@ class ResponseEvents:
         return raw_event(f"event: {name}", f"data: {dumps(body)}")
 
     def response(self, status: str, output: list[Json] | None = None, *, completed: bool = False) -> Json:
-        reasoning = {"effort": None, "summary": None}
+        """The response object of ``response.created`` / ``.in_progress`` / ``.completed``."""
         response: Json = {
             "id": self.response_id,
             "object": "response",
             "created_at": self.options.created,
             "status": status,
-            "background": False,
-            "error": None,
-            "incomplete_details": None,
-            "instructions": None,
-            "max_output_tokens": None,
+            **_RESPONSE_SETTINGS,
             "model": self.options.model,
             "output": output or [],
-            "parallel_tool_calls": True,
-            "previous_response_id": None,
-            "reasoning": reasoning,
-            "store": True,
-            "temperature": 1.0,
-            "text": {"format": {"type": "text"}},
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": 1.0,
-            "truncation": "disabled",
             "usage": None,
-            "metadata": {},
         }
         if completed:
             response["completed_at"] = self.options.created

@@ -64,10 +64,8 @@ def cut_body(http: httpx.Client, path: str, profile: str) -> bytes:
     """The bytes a stream cut mid-body delivered before the cut (the cut itself asserted)."""
     pieces: list[bytes] = []
     request = format_body(responses=path == "/responses")
-    with (
-        http.stream("POST", path, json=request, headers={"x-emulator-profile": profile}) as response,
-        pytest.raises(httpx.RemoteProtocolError),
-    ):
+    with http.stream("POST", path, json=request, headers={"x-emulator-profile": profile}) as response:
         assert response.status_code == 200
-        pieces.extend(response.iter_bytes())
+        with pytest.raises(httpx.RemoteProtocolError):
+            pieces.extend(response.iter_bytes())  # keeps what arrived before the cut
     return b"".join(pieces)
