@@ -8,8 +8,10 @@ model ``"emulator/<profile>"`` or a bare ``"<profile>"`` of that format, else ``
 the format has it, else ``clean``. A profile the format does not have is a 404 naming the format. The knobs
 ``x-emulator-fail-first`` / ``x-emulator-then`` / ``x-emulator-key``, ``x-emulator-drip-ms`` and
 ``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so
-chat and the other formats never share a counter). These formats are stream only: a request without
-``"stream": true`` is a 400. Errors are answered in each API's own error shape.
+chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
+while the request has no assistant turn (Messages: no ``assistant`` message; Responses: no assistant message,
+``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. These formats are stream
+only: a request without ``"stream": true`` is a 400. Errors are answered in each API's own error shape.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ._state import EmulatorConfig, EmulatorState
 
 __all__ = ["FORMATS", "ApiFormat", "choose_format_profile", "format_error", "format_script"]
 
+_TURNS = frozenset({"function_call", "function_call_output"})
 _ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
 
 
@@ -83,6 +86,8 @@ def choose_format_profile(
     if not name:
         name = config.default_profile if config.default_profile in api.profiles else "clean"
     _check(api, name, "profile")
+    if name == "agent":
+        name = "seed-bug" if _agent_step(body) == 0 else "clean"
     if body.get("stream") is not True:
         raise RequestError(
             400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
@@ -94,6 +99,15 @@ def choose_format_profile(
     _check(api, then, "x-emulator-then")
     key = knobs.text("x-emulator-key", "key") or f"{api.name}/{name}"
     return name if state._next_attempt(key) < fail_first else then
+
+
+def _agent_step(body: Mapping[str, Any]) -> int:
+    """The ``agent`` profile's step: the assistant turns (and, for Responses, tool outputs) the request carries."""
+    items = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    if not isinstance(items, list):
+        return 0
+    turns = [i for i in items if isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in _TURNS)]
+    return len(turns)
 
 
 def format_script(api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], profile: str) -> Script:

@@ -220,6 +220,11 @@ _REGISTRY: tuple[Profile, ...] = (
         drop_mid_stream,
     ),
     Profile("rate-limit", "HTTP 429 rate_limit_error with Retry-After (retry_after, default 2)", rate_limit),
+    Profile(
+        "agent",
+        "a two-step tool loop: seed-bug while the request has no assistant turn, then clean (see _formats.py)",
+        clean,
+    ),
 )
 
 MESSAGES_PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _REGISTRY})

@@ -323,6 +323,11 @@ _REGISTRY: tuple[Profile, ...] = (
         "drop-mid-stream", "half of a clean stream, then the connection is cut (no response.completed)", drop_mid_stream
     ),
     Profile("rate-limit", "HTTP 429 rate_limit_exceeded with Retry-After (retry_after, default 2)", http.rate_limit),
+    Profile(
+        "agent",
+        "a two-step tool loop: seed-bug while the request has no assistant turn, then clean (see _formats.py)",
+        clean,
+    ),
 )
 
 RESPONSES_PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _REGISTRY})

@@ -210,6 +210,22 @@ def test_messages_then_must_be_a_messages_profile(http: httpx.Client) -> None:
     assert "x-emulator-then" in response.json()["error"]["message"]
 
 
+def test_messages_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_result(
+    emu: Emulator, http: httpx.Client
+) -> None:
+    first = events(post_format(http, "/messages", "agent").content)
+    assert emu.state.requests[-1].profile == "seed-bug"
+    assert [s["id"] for s in tool_starts(first)][1:] == ["", None]
+    turn = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]},
+    ]
+    second = http.post("/messages", json={"model": "emulator/agent", "stream": True, "messages": turn})
+    assert emu.state.requests[-1].profile == "clean"
+    assert tool_starts(events(second.content)) == [{"type": "text", "text": ""}]
+
+
 def test_messages_profiles_are_all_tested_here() -> None:
-    covered = {p for p, _, _ in ENDINGS} | {"drop-mid-stream", "rate-limit"}
+    covered = {p for p, _, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"}
     assert covered == set(MESSAGES_PROFILES)

@@ -250,5 +250,21 @@ def test_the_openai_sdk_create_stream_reads_the_clean_tool_events(sdk: openai.Op
     assert [e.arguments for e in done] == [ARGUMENTS]
 
 
+def test_responses_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_output(
+    emu: Emulator, http: httpx.Client
+) -> None:
+    first = events(post_format(http, "/responses", "agent").content)
+    assert emu.state.requests[-1].profile == "seed-bug"
+    assert calls(first)[-1][1]["call_id"] == ""
+    turn = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": ARGUMENTS},
+        {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    ]
+    second = http.post("/responses", json={"model": "emulator/agent", "stream": True, "input": turn})
+    assert emu.state.requests[-1].profile == "clean"
+    assert text(events(second.content)) == CLEAN
+
+
 def test_responses_profiles_are_all_tested_here() -> None:
-    assert {p for p, _ in ENDINGS} | {"drop-mid-stream", "rate-limit"} == set(RESPONSES_PROFILES)
+    assert {p for p, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"} == set(RESPONSES_PROFILES)
