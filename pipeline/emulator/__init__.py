@@ -10,6 +10,10 @@ one with the ``x-emulator-profile`` header or the model ``"emulator/<profile>"``
 ``replay_script`` give a profile's response as data (``Script``). Serving it (``Emulator``, ``create_app``,
 ``run_emulator``) needs the ``emulator`` extra, starlette and uvicorn: ``pip install 'llm-stream-pipeline[emulator]'``.
 Everything else here imports and works without it. To add a profile, see ``pipeline/emulator/_profiles.py``.
+
+It also speaks two more streaming APIs, each with its own profiles: ``POST /v1/messages`` (Anthropic Messages,
+``_messages_profiles.py``) and ``POST /v1/responses`` (OpenAI Responses, ``_responses_profiles.py``), routed by
+``_formats.py``; see docs/emulator-formats.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
     POST /v1/chat/completions   (also /chat/completions)   a scripted stream, chosen per request (``_routing.py``)
     GET  /v1/models             (also /models)             one model "emulator/<profile>" per profile
+    POST /v1/messages           (also /messages)           Anthropic Messages streaming (``_formats.py``)
+    POST /v1/responses          (also /responses)          OpenAI Responses streaming (``_formats.py``)
 
 A ``"stream": false`` request gets the ``chat.completion`` the pipeline assembles from the profile's stream
 (``_completion.py``; faults that live in the SSE framing then do not apply) and the same HTTP error for error
@@ -23,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from ._completion import completion
 from ._errors import ConnectionCutError, RequestError, error_body
+from ._formats import FORMATS, choose_format_profile, format_error, format_script
 from ._profiles import PROFILES, build_script
 from ._routing import Knobs, choose_profile, request_script, script_options
 from ._script import Pause, Script, Write
@@ -95,6 +98,10 @@ class Gateway:
             Route("/chat/completions", self.chat_completions, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/models", self.models, methods=["GET"]),
+            Route("/v1/messages", self.messages, methods=["POST"]),
+            Route("/messages", self.messages, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
+            Route("/responses", self.responses, methods=["POST"]),
         ]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: self.http_error})
         self.app.state.emulator_state = state
@@ -129,8 +136,8 @@ class Gateway:
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        message = f"{request.method} {request.url.path}: {exc}. The emulator serves POST /v1/chat/completions "
-        message += "and GET /v1/models."
+        message = f"{request.method} {request.url.path}: {exc}. The emulator serves POST /v1/chat/completions, "
+        message += "POST /v1/messages, POST /v1/responses and GET /v1/models."
         return JSONResponse(error_body(message, "invalid_request_error"), status_code=status)
 
     async def models(self, request: Request) -> Response:
@@ -162,6 +169,36 @@ class Gateway:
             options = script_options(knobs, body, include_usage=True)
             return JSONResponse(completion(build_script(profile, options), options))
         if not script.is_event_stream and all(isinstance(step, Write) for step in script.steps):
+            return Response(script.body, script.status, dict(script.headers), script.content_type)
+        return _ScriptResponse(script, self)
+
+    async def messages(self, request: Request) -> Response:
+        return await self._format_endpoint(request, "messages")
+
+    async def responses(self, request: Request) -> Response:
+        return await self._format_endpoint(request, "responses")
+
+    async def _format_endpoint(self, request: Request, format_name: str) -> Response:
+        """``POST /v1/messages`` and ``POST /v1/responses``: stream only, errors in the API's own shape."""
+        api = FORMATS[format_name]
+        raw = await request.body()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _SECRET_HEADERS}
+        try:
+            body: Any = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            body = None
+        knobs = Knobs(request.headers, request.query_params)
+        profile = ""
+        try:
+            if not isinstance(body, dict):
+                raise RequestError(400, f"The request body must be a JSON object (a request in {api.title}).")
+            profile = choose_format_profile(api, knobs, body, self.config, self.state)
+            script = format_script(api, knobs, body, profile)
+        except RequestError as error:
+            self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))
+            return JSONResponse(format_error(api, error), status_code=error.status)
+        self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))
+        if not script.is_event_stream:
             return Response(script.body, script.status, dict(script.headers), script.content_type)
         return _ScriptResponse(script, self)
 

@@ -14,6 +14,9 @@ Adding a profile
 
 Two entries are resolved by the gateway rather than built here: ``agent`` (a different profile per step of a
 conversation, see ``_gateway.py``) and ``replay`` (a recorded file, see ``_replay.py``).
+
+This table is the chat-completions format's. The Messages and Responses formats have their own tables, built the
+same way from ``Profile`` lines: ``_REGISTRY`` in ``_messages_profiles.py`` and in ``_responses_profiles.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,131 @@
+"""The two other API formats the emulator speaks, beside chat completions: which profile a request gets, without HTTP.
+
+    POST /v1/messages    (also /messages)     Anthropic Messages streaming          ``MESSAGES_PROFILES``
+    POST /v1/responses   (also /responses)    OpenAI Responses streaming            ``RESPONSES_PROFILES``
+
+The profile is chosen as for chat (``_routing.py``): the ``x-emulator-profile`` header (or ``?profile=``), else the
+model ``"emulator/<profile>"`` or a bare ``"<profile>"`` of that format, else ``EmulatorConfig.default_profile`` when
+the format has it, else ``clean``. A profile the format does not have is a 404 naming the format. The knobs
+``x-emulator-fail-first`` / ``x-emulator-then`` / ``x-emulator-key``, ``x-emulator-drip-ms`` and
+``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so
+chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
+while the request has no assistant turn (Messages: no ``assistant`` message; Responses: no assistant message,
+``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. These formats are stream
+only: a request without ``"stream": true`` is a 400. Errors are answered in each API's own error shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from ._errors import RequestError, error_body
+from ._messages_profiles import MESSAGES_PROFILES, anthropic_error
+from ._profiles import Profile
+from ._responses_profiles import RESPONSES_PROFILES
+from ._routing import Knobs, script_options
+from ._script import Script
+from ._state import EmulatorConfig, EmulatorState
+
+__all__ = ["FORMATS", "ApiFormat", "choose_format_profile", "format_error", "format_script"]
+
+_TURNS = frozenset({"function_call", "function_call_output"})
+_ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
+
+
+@attrs.frozen
+class ApiFormat:
+    """One API format the emulator serves beyond chat completions."""
+
+    name: str
+    """``"messages"`` or ``"responses"``."""
+    title: str
+    """How messages name it: "the Anthropic Messages format"."""
+    profiles: Mapping[str, Profile]
+    id_prefix: str
+    """Prefix of the ``completion_id`` the profiles derive their ids from."""
+    input_field: str
+    """The request field whose size estimates ``input_tokens``."""
+
+
+FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
+    {
+        "messages": ApiFormat("messages", "the Anthropic Messages format", MESSAGES_PROFILES, "msg", "messages"),
+        "responses": ApiFormat("responses", "the OpenAI Responses format", RESPONSES_PROFILES, "resp", "input"),
+    }
+)
+
+
+def _check(api: ApiFormat, name: str, what: str) -> None:
+    if name not in api.profiles:
+        raise RequestError(
+            404,
+            f"Unknown emulator {what} {name!r} for {api.title} (POST /v1/{api.name}). Expected one of: "
+            f"{', '.join(api.profiles)}. Choose it with the x-emulator-profile header or the model name "
+            "'emulator/<profile>'.",
+            "model_not_found",
+            "model",
+        )
+
+
+def choose_format_profile(
+    api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], config: EmulatorConfig, state: EmulatorState
+) -> str:
+    """The profile of ``api`` that answers this request (``RequestError`` 404 if it has none by that name)."""
+    name = knobs.text("x-emulator-profile", "profile")
+    model = body.get("model")
+    if name is None and isinstance(model, str):
+        if model.startswith("emulator/"):
+            name = model.removeprefix("emulator/")
+        elif model in api.profiles:
+            name = model
+    if not name:
+        name = config.default_profile if config.default_profile in api.profiles else "clean"
+    _check(api, name, "profile")
+    if name == "agent":
+        name = "seed-bug" if _agent_step(body) == 0 else "clean"
+    if body.get("stream") is not True:
+        raise RequestError(
+            400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
+        )
+    fail_first = knobs.integer("x-emulator-fail-first", "fail_first")
+    if not fail_first:
+        return name
+    then = knobs.text("x-emulator-then", "then") or "clean"
+    _check(api, then, "x-emulator-then")
+    key = knobs.text("x-emulator-key", "key") or f"{api.name}/{name}"
+    return name if state._next_attempt(key) < fail_first else then
+
+
+def _agent_step(body: Mapping[str, Any]) -> int:
+    """The ``agent`` profile's step: the assistant turns (and, for Responses, tool outputs) the request carries."""
+    items = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    if not isinstance(items, list):
+        return 0
+    turns = [i for i in items if isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in _TURNS)]
+    return len(turns)
+
+
+def format_script(api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], profile: str) -> Script:
+    """The script that answers this request with ``profile`` of ``api``."""
+    options = script_options(knobs, body)
+    field = body.get(api.input_field)
+    system = body.get("system") or body.get("instructions")
+    size = len(json.dumps([field, system])) // 4 if field or system else 4
+    options = attrs.evolve(
+        options,
+        prompt_tokens=max(1, size),
+        completion_id=api.id_prefix + options.completion_id.removeprefix("chatcmpl"),
+    )
+    return api.profiles[profile].build(options)
+
+
+def format_error(api: ApiFormat, error: RequestError) -> dict[str, Any]:
+    """A refused request's body in the format's own error shape."""
+    if api.name == "messages":
+        return anthropic_error(_ANTHROPIC_ERROR_TYPES.get(error.status, "api_error"), error.message)
+    return error_body(error.message, "invalid_request_error", error.code, error.param)

@@ -1,0 +1,231 @@
+"""The Anthropic Messages API profiles (``POST /v1/messages``): event-named SSE, modelled on real recordings.
+
+A clean stream, as the Messages API sends it::
+
+    event: message_start          {"type": "message_start", "message": {..., "usage": {input, cache, output: 1}}}
+    event: content_block_start    {"index": 0, "content_block": {"type": "text", "text": ""}}
+    event: ping
+    event: content_block_delta    {"index": 0, "delta": {"type": "text_delta", "text": "Hello"}}   (one per piece)
+    event: content_block_stop     {"index": 0}
+    event: message_delta          {"delta": {"stop_reason": "end_turn", ...}, "usage": {input, cache, output}}
+    event: message_stop
+
+A tool call is a ``tool_use`` block (``id``, ``name``, ``input: {}`` in ``content_block_start``, the arguments in
+``input_json_delta`` fragments). Usage: ``input_tokens`` excludes the cache, ``cache_read_input_tokens`` =
+``CACHE_READ_TOKENS``, ``cache_creation_input_tokens`` = ``CACHE_WRITE_TOKENS``, on every stream that ends.
+Each function takes ``ScriptOptions`` and returns a ``Script``; ``MESSAGES_PROFILES`` names them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from .._json import dumps
+from ._profiles import Profile
+from ._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
+from ._sse import Event, Json, raw_event, stream_script
+from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
+
+__all__ = [
+    "CACHE_READ_TOKENS",
+    "CACHE_WRITE_TOKENS",
+    "MESSAGES_PROFILES",
+    "MessageEvents",
+    "anthropic_error",
+    "clean",
+    "clean_tool",
+    "drop_mid_stream",
+    "error_midstream",
+    "never_identified",
+    "rate_limit",
+    "seed_bug",
+]
+
+CACHE_READ_TOKENS = 16
+"""``cache_read_input_tokens`` of every Messages stream."""
+CACHE_WRITE_TOKENS = 8
+"""``cache_creation_input_tokens`` of every Messages stream."""
+
+
+def anthropic_error(error_type: str, message: str) -> Json:
+    """``{"type": "error", "error": {"type", "message"}}``: the Messages API's error shape (HTTP and in-band)."""
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+class MessageEvents:
+    """Builds the events of one Messages stream (one message id, model and usage)."""
+
+    def __init__(self, options: ScriptOptions) -> None:
+        self.options = options
+        self.message_id = "msg_emu" + options.completion_id[-24:]
+
+    def tool_id(self, n: int) -> str:
+        return f"toolu_emu{n}_{self.message_id[-12:]}"
+
+    @staticmethod
+    def event(name: str, payload: Json) -> Event:
+        return raw_event(f"event: {name}", f"data: {dumps(payload)}")
+
+    def usage(self, output_tokens: int) -> Json:
+        return {
+            "input_tokens": self.options.prompt_tokens,
+            "cache_creation_input_tokens": CACHE_WRITE_TOKENS,
+            "cache_read_input_tokens": CACHE_READ_TOKENS,
+            "output_tokens": output_tokens,
+        }
+
+    def start(self) -> Event:
+        message: Json = {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.options.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**self.usage(1), "service_tier": "standard"},
+        }
+        return self.event("message_start", {"type": "message_start", "message": message})
+
+    def ping(self) -> Event:
+        return self.event("ping", {"type": "ping"})
+
+    def block_start(self, index: int, block: Json) -> Event:
+        return self.event(
+            "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+        )
+
+    def text_block(self, index: int) -> Event:
+        return self.block_start(index, {"type": "text", "text": ""})
+
+    def tool_block(self, index: int, tool_id: str | None, name: str | None = "get_weather", **extra: Any) -> Event:
+        """A ``tool_use`` block start; ``tool_id=None`` leaves the ``id`` out."""
+        block: Json = {"type": "tool_use"}
+        if tool_id is not None:
+            block["id"] = tool_id
+        block["name"] = name
+        block["input"] = {}
+        block.update(extra)
+        return self.block_start(index, block)
+
+    def delta(self, index: int, delta: Json) -> Event:
+        return self.event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+
+    def text(self, index: int, text: str) -> Event:
+        return self.delta(index, {"type": "text_delta", "text": text})
+
+    def json(self, index: int, fragment: str) -> Event:
+        return self.delta(index, {"type": "input_json_delta", "partial_json": fragment})
+
+    def block_stop(self, index: int) -> Event:
+        return self.event("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def end(self, stop_reason: str, output_tokens: int) -> list[Event]:
+        """``message_delta`` with the stop reason and the final usage, then ``message_stop``."""
+        delta = {"stop_reason": stop_reason, "stop_sequence": None}
+        payload = {"type": "message_delta", "delta": delta, "usage": self.usage(output_tokens)}
+        return [self.event("message_delta", payload), self.event("message_stop", {"type": "message_stop"})]
+
+    def error(self, error_type: str, message: str) -> Event:
+        return self.event("error", anthropic_error(error_type, message))
+
+
+def _text_events(m: MessageEvents, pieces: tuple[str, ...] = CLEAN_TEXT) -> list[Event]:
+    return [m.start(), m.text_block(0), m.ping(), *(m.text(0, t) for t in pieces)]
+
+
+def _tool_events(m: MessageEvents, tool_id: str | None) -> list[Event]:
+    return [m.start(), m.ping(), m.tool_block(0, tool_id), m.json(0, ""), *(m.json(0, f) for f in WEATHER_ARGUMENTS)]
+
+
+# -- well-formed
+
+
+def clean(options: ScriptOptions) -> Script:
+    m = MessageEvents(options)
+    return stream_script([*_text_events(m), m.block_stop(0), *m.end("end_turn", len(CLEAN_TEXT))], options)
+
+
+def clean_tool(options: ScriptOptions) -> Script:
+    m = MessageEvents(options)
+    events = [*_tool_events(m, m.tool_id(0)), m.block_stop(0), *m.end("tool_use", len(WEATHER_ARGUMENTS) + 1)]
+    return stream_script(events, options)
+
+
+# -- tool-call identity deviations
+
+
+def seed_bug(options: ScriptOptions) -> Script:
+    """The seed's bug in Messages form: the block start is repeated for the same index, identity blanked out."""
+    m = MessageEvents(options)
+    events = [
+        m.start(),
+        m.ping(),
+        m.tool_block(0, m.tool_id(0)),
+        m.json(0, '{"ci'),
+        m.tool_block(0, "", ""),
+        m.json(0, 'ty": '),
+        m.block_start(0, {"type": "tool_use", "id": None, "name": None, "input": {}}),
+        m.json(0, '"Paris"}'),
+        m.block_stop(0),
+        *m.end("tool_use", 4),
+    ]
+    return stream_script(events, options)
+
+
+def never_identified(options: ScriptOptions) -> Script:
+    """A ``tool_use`` block whose start has a name but no ``id``; no later event carries one."""
+    m = MessageEvents(options)
+    events = [*_tool_events(m, None), m.block_stop(0), *m.end("tool_use", len(WEATHER_ARGUMENTS) + 1)]
+    return stream_script(events, options)
+
+
+# -- faults
+
+
+def error_midstream(options: ScriptOptions) -> Script:
+    """Text, then an in-band ``event: error`` (``overloaded_error``); the stream ends there (no ``message_stop``)."""
+    m = MessageEvents(options)
+    events = [*_text_events(m, CLEAN_TEXT[:2]), m.error("overloaded_error", "Overloaded")]
+    return stream_script(events, options)
+
+
+def drop_mid_stream(options: ScriptOptions) -> Script:
+    """Half the text deltas, then the connection is cut: no ``message_delta``, no ``message_stop``."""
+    m = MessageEvents(options)
+    script = stream_script(_text_events(m, CLEAN_TEXT[:2]), options)
+    return attrs.evolve(script, steps=(*script.steps, Cut("drop-mid-stream")))
+
+
+def rate_limit(options: ScriptOptions) -> Script:
+    """HTTP 429 ``rate_limit_error`` in the Messages shape, with ``retry-after``."""
+    body = anthropic_error("rate_limit_error", "This request would exceed your organization's rate limit.")
+    headers = {"retry-after": options.retry_after, "anthropic-ratelimit-requests-remaining": "0"}
+    return Script(429, JSON_CONTENT_TYPE, (Write(dumps(body).encode()),), headers)
+
+
+_REGISTRY: tuple[Profile, ...] = (
+    Profile("clean", 'text "Hello from the emulator." in text_delta pieces, end_turn, usage with cache fields', clean),
+    Profile("clean-tool", 'one tool_use get_weather {"city": "Paris"} in input_json_delta fragments', clean_tool),
+    Profile("seed-bug", 'the tool_use block start repeated for index 0 with id/name "" then null', seed_bug),
+    Profile("never-identified", "a tool_use block with a name but no id, ever", never_identified),
+    Profile("error-midstream", "text, then event: error overloaded_error (no message_stop)", error_midstream),
+    Profile(
+        "drop-mid-stream",
+        "two text deltas, then the connection is cut (no message_delta, no message_stop)",
+        drop_mid_stream,
+    ),
+    Profile("rate-limit", "HTTP 429 rate_limit_error with Retry-After (retry_after, default 2)", rate_limit),
+    Profile(
+        "agent",
+        "a two-step tool loop: seed-bug while the request has no assistant turn, then clean (see _formats.py)",
+        clean,
+    ),
+)
+
+MESSAGES_PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _REGISTRY})
+"""Profile name -> ``Profile``, for ``POST /v1/messages``."""
