@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import socket
 import uuid
 from collections.abc import Iterator
@@ -196,3 +197,16 @@ def test_each_retry_and_the_final_failure_are_logged_without_the_key(
     assert "retry 1 before the first byte" in records[0].getMessage()
     assert "MALFORMED_TOOL_CALL" in records[2].getMessage()
     assert all(key not in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("path", ["messages", "responses"])
+def test_the_messages_and_responses_formats_pass_through_untouched(emu: Emulator, path: str) -> None:
+    body = {"model": "clean-tool", "stream": True, "messages": [{"role": "user", "content": "hi"}], "input": "hi"}
+    direct = httpx.post(f"{emu.base_url}/{path}", json=body)
+    with httpx.Client(transport=SanitizingTransport()) as http:
+        through = http.post(f"{emu.base_url}/{path}", json=body)
+    assert through.status_code == direct.status_code == 200
+    assert through.headers["content-type"] == direct.headers["content-type"]
+    strip = re.compile(rb'(msg|resp|call|toolu|fc|item)_emu[0-9a-zA-Z_]*|"created(_at)?":\s*[0-9]+')  # per request
+    assert strip.sub(b"ID", through.content) == strip.sub(b"ID", direct.content)
+    assert b"chat.completion.chunk" not in through.content
