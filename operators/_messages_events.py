@@ -18,10 +18,7 @@ from typing import Any
 from ._exceptions import LlmStreamError
 from ._wire import (
     UNSET,
-    WireChoice,
-    WireChunk,
     WireCompletionDetails,
-    WireDelta,
     WireFunction,
     WirePromptDetails,
     WireToolCall,
@@ -33,7 +30,6 @@ __all__ = [
     "Block",
     "Malformed",
     "block_kind",
-    "chunk",
     "compact",
     "identity",
     "index_of",
@@ -156,10 +152,6 @@ def string_at(delta: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise Malformed(f"{delta.get('type')}.{key} is not a string")
     return value
-
-
-def chunk(delta: WireDelta | None = None, finish: str | None = None) -> WireChunk:
-    return WireChunk(choices=[WireChoice(index=0, delta=delta, finish_reason=finish)])
 
 
 def identity(index: int, block: dict[str, Any]) -> WireToolCall:

@@ -47,7 +47,6 @@ from ._messages_events import (
     Block,
     Malformed,
     block_kind,
-    chunk,
     compact,
     identity,
     index_of,
@@ -60,7 +59,7 @@ from ._messages_events import (
 from ._signals import Done, Halt, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
-from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall
+from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, wire_chunk
 
 __all__ = ["messages_stage", "parse_messages_sse"]
 
@@ -132,25 +131,25 @@ class _ParseMessages(SseFraming):
         if known is not None:
             out.append(Anomaly("repeated-block-start", index, f"content block {index} started again"))
             if known.kind == "tool" and block_kind(block_type) == "tool":  # identity as the wire gave it again
-                out.append(chunk(WireDelta(tool_calls=[identity(index, block)])))
+                out.append(wire_chunk(WireDelta(tool_calls=[identity(index, block)])))
             return
         kind = block_kind(block_type)
         state = self.blocks[index] = Block(kind)
         if kind == "text":
             text = block.get("text")
             if isinstance(text, str) and text:
-                out.append(chunk(WireDelta(content=text)))
+                out.append(wire_chunk(WireDelta(content=text)))
         elif kind == "thinking":
             thinking = block.get("thinking")
             if isinstance(thinking, str) and thinking:
-                out.append(chunk(WireDelta(reasoning_content=thinking)))
+                out.append(wire_chunk(WireDelta(reasoning_content=thinking)))
             self._signature(index, block.get("signature"), out)
         elif kind == "redacted_thinking":
             data = block.get("data")
             size = len(data) if isinstance(data, str) else 0
             out.append(Anomaly("redacted-thinking", index, f"redacted_thinking data of {size} characters not carried"))
         elif kind == "tool":
-            out.append(chunk(WireDelta(tool_calls=[identity(index, block)])))
+            out.append(wire_chunk(WireDelta(tool_calls=[identity(index, block)])))
             given = block.get("input")
             if given not in (None, {}, "", []):
                 state.whole = compact(given)
@@ -178,16 +177,16 @@ class _ParseMessages(SseFraming):
         if delta_type == "text_delta" and block.kind == "text":
             text = string_at(delta, "text")
             if text:
-                out.append(chunk(WireDelta(content=text)))
+                out.append(wire_chunk(WireDelta(content=text)))
         elif delta_type == "thinking_delta" and block.kind == "thinking":
             thinking = string_at(delta, "thinking")
             if thinking:
-                out.append(chunk(WireDelta(reasoning_content=thinking)))
+                out.append(wire_chunk(WireDelta(reasoning_content=thinking)))
         elif delta_type == "input_json_delta" and block.kind == "tool":
             fragment = string_at(delta, "partial_json")
             block.deltas = True
             out.append(
-                chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=fragment))]))
+                wire_chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=fragment))]))
             )
         elif delta_type == "signature_delta":
             self._signature(index, delta.get("signature"), out)
@@ -211,9 +210,8 @@ class _ParseMessages(SseFraming):
             return
         block.stopped = True
         if block.whole is not None and not block.deltas:  # arguments given whole count once
-            out.append(
-                chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=block.whole))]))
-            )
+            call = WireToolCall(index=index, function=WireFunction(arguments=block.whole))
+            out.append(wire_chunk(WireDelta(tool_calls=[call])))
 
     def _message_delta(self, body: dict[str, Any], out: list[Signal]) -> None:
         delta = body.get("delta")

@@ -46,7 +46,6 @@ from ._responses_events import (
     ResponsesEvent,
     decode_event,
     decode_kind,
-    delta_chunk,
     error_object,
     failed_error,
     tool_chunk,
@@ -55,7 +54,7 @@ from ._responses_events import (
 from ._signals import Done, Halt, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
-from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta
+from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta, wire_chunk
 
 __all__ = ["parse_responses_sse", "responses_stage"]
 
@@ -114,13 +113,13 @@ class _ParseResponses(SseFraming):
             return
         if kind == "response.output_text.delta":
             if event.delta:
-                out.append(delta_chunk(WireDelta(content=event.delta)))
+                out.append(wire_chunk(WireDelta(content=event.delta)))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             if event.delta:
-                out.append(delta_chunk(WireDelta(reasoning_content=event.delta)))
+                out.append(wire_chunk(WireDelta(reasoning_content=event.delta)))
         elif kind == "response.refusal.delta":
             if event.delta:
-                out.append(delta_chunk(WireDelta(refusal=event.delta)))
+                out.append(wire_chunk(WireDelta(refusal=event.delta)))
         elif kind == "response.function_call_arguments.delta":
             self._arguments_delta(event, out)
         elif kind == "response.function_call_arguments.done":

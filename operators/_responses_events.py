@@ -16,7 +16,6 @@ import msgspec
 
 from ._wire import (
     UNSET,
-    WireChoice,
     WireChunk,
     WireCompletionDetails,
     WireDelta,
@@ -24,6 +23,7 @@ from ._wire import (
     WirePromptDetails,
     WireToolCall,
     WireUsage,
+    wire_chunk,
 )
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "ResponsesEvent",
     "decode_event",
     "decode_kind",
-    "delta_chunk",
     "error_object",
     "failed_error",
     "tool_chunk",
@@ -241,10 +240,6 @@ READ_EVENTS = frozenset(
 """The events the parser decodes whole; any other is decoded only for its ``type``."""
 
 
-def delta_chunk(delta: WireDelta) -> WireChunk:
-    return WireChunk(choices=[WireChoice(index=0, delta=delta)])
-
-
 def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
     call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
-    return delta_chunk(WireDelta(tool_calls=[call]))
+    return wire_chunk(WireDelta(tool_calls=[call]))

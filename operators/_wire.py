@@ -23,6 +23,7 @@ __all__ = [
     "WireToolCall",
     "WireUsage",
     "decode_chunk",
+    "wire_chunk",
 ]
 
 UNSET: Any = msgspec.UNSET
@@ -84,6 +85,12 @@ class WireChunk(msgspec.Struct):
     usage: WireUsage | None = None
     x_groq: WireXGroq | None = None
     error: Any = UNSET
+
+
+def wire_chunk(delta: WireDelta | None = None, finish_reason: str | None = None) -> WireChunk:
+    """A chunk of choice 0 with ``delta`` and ``finish_reason``: what a parser of another wire format builds, so the
+    rules read it as they read chat completions."""
+    return WireChunk(choices=[WireChoice(index=0, delta=delta, finish_reason=finish_reason)])
 
 
 _decoder = msgspec.json.Decoder(WireChunk)
