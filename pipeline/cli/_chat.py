@@ -19,7 +19,7 @@ from typing import Any
 from operators import DEFAULT_LIMITS, Limits, RetryPolicy, RetryPolicyError
 from pipeline.agent import ToolRegistry, run_turn
 from pipeline.session import Session, SessionError
-from pipeline.transport import ChatClient, ConfigError
+from pipeline.transport import APIS, ChatClient, ConfigError
 
 from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, check_http_url
 from ._render import Printer, add_output_flags, output_mode, plural, use_color
@@ -34,6 +34,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--base-url",
         help="OpenAI-compatible http(s) base URL (default: LLM_STREAM_BASE_URL, OPENAI_BASE_URL, else DeepSeek)",
+    )
+    p.add_argument(
+        "--api",
+        choices=APIS,
+        default="chat",
+        help="the endpoint's API: chat (/chat/completions, default), messages (Anthropic-style /messages), "
+        "responses (OpenAI /responses); the request and the stream in that API's shape",
     )
     p.add_argument(
         "--tools",
@@ -132,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         client = ChatClient(
             args.base_url,
             model=args.model,
+            api=args.api,
             retry_policy=RetryPolicy.normal(max_retries=args.max_retries),
             idle_timeout=args.idle_timeout,
             total_timeout=args.total_timeout,

@@ -41,3 +41,17 @@ def test_replay_refuses_an_unknown_format_in_one_line(capsys: pytest.CaptureFixt
         main(["replay", "--format", "gemini", str(CHAT)])
     assert raised.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("api", ["messages", "responses"])
+def test_chat_api_speaks_each_format_to_the_emulator(capsys: pytest.CaptureFixture[str], api: str) -> None:
+    from pipeline.emulator import Emulator
+
+    with Emulator() as emu:
+        code = main(["chat", "weather?", "--base-url", emu.base_url, "--model", "clean-tool", "--api", api,
+                     "--assembled"])
+        sent = [r.path for r in emu.state.requests]
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(c["name"], c["arguments"]) for c in result["tool_calls"]] == [("get_weather", '{"city": "Paris"}')]
+    assert sent == [f"/v1/{api}"]
