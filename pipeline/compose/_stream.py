@@ -56,6 +56,7 @@ async def stream(
     loop early disposes the chain and closes the source.
     """
     pieces = _pieces(source, limits)
+    wraps_response = http_response_of(source) is not None  # closed by its pieces, not by the source's aclose
     subject: Subject[bytes] = Subject()
     ready: list[Chunk] = []
     ended = False
@@ -86,7 +87,7 @@ async def stream(
         ready.clear()
     finally:
         subscription.dispose()
-        for closable in (pieces, source if http_response_of(source) is None else None):
+        for closable in (pieces, None if wraps_response else source):
             close = getattr(closable, "aclose", None)
             if close is not None:
                 await close()

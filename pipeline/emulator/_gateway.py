@@ -148,13 +148,7 @@ class Gateway:
         return JSONResponse({"object": "list", "data": data})
 
     async def chat_completions(self, request: Request) -> Response:
-        raw = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _SECRET_HEADERS}
-        try:
-            body: Any = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            body = None
-        knobs = Knobs(request.headers, request.query_params)
+        body, headers, knobs = await _read(request)
         profile = ""
         try:
             if not isinstance(body, dict):
@@ -181,13 +175,7 @@ class Gateway:
     async def _format_endpoint(self, request: Request, format_name: str) -> Response:
         """``POST /v1/messages`` and ``POST /v1/responses``: stream only, errors in the API's own shape."""
         api = FORMATS[format_name]
-        raw = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _SECRET_HEADERS}
-        try:
-            body: Any = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            body = None
-        knobs = Knobs(request.headers, request.query_params)
+        body, headers, knobs = await _read(request)
         profile = ""
         try:
             if not isinstance(body, dict):
@@ -201,6 +189,18 @@ class Gateway:
         if not script.is_event_stream:
             return Response(script.body, script.status, dict(script.headers), script.content_type)
         return _ScriptResponse(script, self)
+
+
+async def _read(request: Request) -> tuple[Any, dict[str, str], Knobs]:
+    """The request's JSON body (``None`` when it is not JSON, ``{}`` when empty), its headers without credentials,
+    and its ``x-emulator-*`` knobs."""
+    raw = await request.body()
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _SECRET_HEADERS}
+    try:
+        body: Any = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        body = None
+    return body, headers, Knobs(request.headers, request.query_params)
 
 
 def create_app(config: EmulatorConfig | None = None, state: EmulatorState | None = None) -> Starlette:

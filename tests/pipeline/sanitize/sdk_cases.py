@@ -79,3 +79,15 @@ def expected_total_tokens(base_url: str, case: Case) -> int:
     assert usage
     assert usage[-1].total_tokens is not None
     return usage[-1].total_tokens
+
+
+def final_completion(client: Any, case: Case) -> Any:
+    """``client.chat.completions.stream(...).get_final_completion()`` for ``case`` (a sync openai client)."""
+    with client, client.chat.completions.stream(
+        model="m",
+        messages=MESSAGES,
+        tools=TOOLS,
+        extra_headers=case.headers(),
+        stream_options={"include_usage": True},
+    ) as stream:
+        return stream.get_final_completion()

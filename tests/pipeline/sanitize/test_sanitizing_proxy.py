@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from sdk_cases import CASES, MESSAGES, TOOLS, Case, expected_total_tokens
+from sdk_cases import CASES, MESSAGES, Case, expected_total_tokens, final_completion
 
 from operators import RetryPolicy
 from pipeline.emulator import Emulator
@@ -40,15 +40,7 @@ def proxy(emu: Emulator) -> Iterator[Proxy]:
 def test_the_openai_sdk_pointed_at_the_proxy_gets_the_right_completion(
     emu: Emulator, proxy: Proxy, case: Case
 ) -> None:
-    client = openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
-    with client, client.chat.completions.stream(
-        model="m",
-        messages=MESSAGES,  # type: ignore[arg-type]
-        tools=TOOLS,  # type: ignore[arg-type]
-        extra_headers=case.headers(),
-        stream_options={"include_usage": True},
-    ) as stream:
-        completion = stream.get_final_completion()
+    completion = final_completion(openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0), case)
     message = completion.choices[0].message
     assert tuple((c.function.name, c.function.arguments) for c in message.tool_calls or ()) == case.calls
     assert all(c.id for c in message.tool_calls or ())

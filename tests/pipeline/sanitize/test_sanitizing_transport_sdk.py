@@ -10,7 +10,7 @@ from typing import Any, cast
 import httpx
 import openai
 import pytest
-from sdk_cases import CASES, MESSAGES, TOOLS, Case, expected_total_tokens
+from sdk_cases import CASES, MESSAGES, TOOLS, Case, expected_total_tokens, final_completion
 
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
@@ -52,15 +52,7 @@ def _check(emu: Emulator, case: Case, completion: Any) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_openai_sdk_through_the_transport_gets_the_right_completion(emu: Emulator, case: Case) -> None:
     http = httpx.Client(transport=SanitizingTransport(retry_policy=FAST))
-    client = sync_sdk(emu, http)
-    with client, client.chat.completions.stream(
-        model="m",
-        messages=MESSAGES,  # type: ignore[arg-type]
-        tools=TOOLS,  # type: ignore[arg-type]
-        extra_headers=case.headers(),
-        stream_options={"include_usage": True},
-    ) as stream:
-        completion = stream.get_final_completion()
+    completion = final_completion(sync_sdk(emu, http), case)
     _check(emu, case, completion)
 
 
