@@ -6,7 +6,9 @@ Every chunk is a frozen attrs class with slots and a ``to_json()`` whose first k
     text-delta       {"type", "index", "text"}                        visible text
     reasoning-delta  {"type", "index", "text"}                        chain of thought
     tool-call-delta  {"type", "index", "id", ["name",] "arguments_delta"}  id is "" until known, name once known
-    block-end        {"type", "index", "block"}                       the finished block (held until [DONE])
+    block-end        {"type", "index", "block"}                       the finished block (held until [DONE]);
+                                                                      a reasoning block may carry signature,
+                                                                      encrypted and item_id
     usage            {"type", "usage"}                                token accounting (before the finish)
     finish           {"type", "reason"}                               exactly one, always last
     anomaly          {"type", "kind", "index", "detail"}              what a gateway did wrong (opt-in)
@@ -22,6 +24,8 @@ from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
+
+from ._blocks import Block, ReasoningBlock, TextBlock, ToolCallBlock, block_from_json, non_empty_str
 
 __all__ = [
     "Anomaly",
@@ -51,14 +55,6 @@ FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "aborted", "
 Json: TypeAlias = dict[str, Any]
 
 
-def _non_empty_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(
-            f"{type(instance).__name__}.{attribute.name} must be a non-empty string, got {value!r}: "
-            "a tool call is never assembled without its identity"
-        )
-
-
 def _plain_code(value: object) -> object:
     """``RATE_LIMIT`` is stored as the plain string ``"RATE_LIMIT"``: equal to it, and printed the same."""
     return str(value) if isinstance(value, StrEnum) else value
@@ -68,7 +64,7 @@ def _plain_code(value: object) -> object:
 class Failure:
     """Why a response failed: a stable routing ``code`` plus what is known about it."""
 
-    code: str = attrs.field(converter=_plain_code, validator=_non_empty_str)
+    code: str = attrs.field(converter=_plain_code, validator=non_empty_str)
     message: str
     status: int | None = None
     retry_after_ms: float | None = None
@@ -174,51 +170,6 @@ class Usage:
 
 
 # -- the finished blocks -----------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class TextBlock:
-    text: str
-    type: ClassVar[Literal["text"]] = "text"
-
-    def to_json(self) -> Json:
-        return {"type": "text", "text": self.text}
-
-
-@attrs.frozen
-class ReasoningBlock:
-    text: str
-    type: ClassVar[Literal["reasoning"]] = "reasoning"
-
-    def to_json(self) -> Json:
-        return {"type": "reasoning", "text": self.text}
-
-
-@attrs.frozen
-class ToolCallBlock:
-    """A finished tool call. It cannot be constructed with an empty id or name."""
-
-    id: str = attrs.field(validator=_non_empty_str)
-    name: str = attrs.field(validator=_non_empty_str)
-    arguments: str
-    type: ClassVar[Literal["tool-call"]] = "tool-call"
-
-    def to_json(self) -> Json:
-        return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
-
-
-Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock
-
-
-def _block_from_json(data: Mapping[str, Any]) -> Block:
-    kind = data.get("type")
-    if kind == "text":
-        return TextBlock(data["text"])
-    if kind == "reasoning":
-        return ReasoningBlock(data["text"])
-    if kind == "tool-call":
-        return ToolCallBlock(data["id"], data["name"], data["arguments"])
-    raise ValueError(f"unknown block type {kind!r}")
 
 
 # -- the chunks ---------------------------------------------------------------------------------------------------
@@ -363,7 +314,7 @@ def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
             # a record may leave out an id that was not known yet (the session log stores no empty ids)
             return ToolCallDelta(data["index"], data.get("id", ""), data.get("name"), data["arguments_delta"])
         if kind == "block-end":
-            return BlockEnd(data["index"], _block_from_json(data["block"]))
+            return BlockEnd(data["index"], block_from_json(data["block"]))
         if kind == "usage":
             return UsageChunk(Usage.from_json(data["usage"]))
         if kind == "finish":

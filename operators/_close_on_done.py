@@ -12,7 +12,10 @@ Rule (docs/decisions/0004-close-on-done.md):
 - ``Halt`` (a failure from upstream) gives the pending usage, then the error finish. A ``StreamFailure`` raised by
   the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
   exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
-- All text and reasoning of the response, in UTF-8 bytes, is bounded by ``limits.max_text_bytes``: the delta that
+- A ``ReasoningSeal`` is put on its block's ``ReasoningBlock`` (signature, encrypted reasoning, item id:
+  docs/decisions/0028-reasoning-round-trip.md); it is not emitted.
+- All text and reasoning of the response (encrypted reasoning and signatures too), in UTF-8 bytes, is bounded by
+  ``limits.max_text_bytes``: the delta that
   crosses it is not emitted, the texts are dropped, and the usage seen then ``LIMIT_EXCEEDED`` end the response with
   no block-end (docs/decisions/0014-limits.md).
 
@@ -43,7 +46,18 @@ from ._chunks import (
 )
 from ._codes import Code
 from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
-from ._signals import Done, FinishSeen, Halt, PendingFinish, Rule, Signal, StreamFailure, ToolCallState, UsageSeen
+from ._signals import (
+    Done,
+    FinishSeen,
+    Halt,
+    PendingFinish,
+    ReasoningSeal,
+    Rule,
+    Signal,
+    StreamFailure,
+    ToolCallState,
+    UsageSeen,
+)
 from ._stage import BaseStage, Batch, stage_operator
 
 __all__ = ["close_on_done", "describe_missing_identity"]
@@ -68,6 +82,7 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.blocks: list[BlockStart] = []
         self.texts = BlockTexts()
         self.calls: dict[int, ToolCallState] = {}
+        self.seals: dict[int, ReasoningSeal] = {}
         self.usage: Usage | None = None
         self.reason: str | None = None
         self.text_bytes = 0  # UTF-8 bytes of all text and reasoning so far (max_text_bytes)
@@ -91,6 +106,12 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 out.append(item)
             elif kind is ToolCallState:
                 self.calls[item.index] = item
+            elif kind is ReasoningSeal:
+                self.seals[item.index] = item
+                size += sum(len(part) for part in (item.signature, item.encrypted, item.item_id) if part)
+                if size > limit:
+                    self._text_exceeded(size, out)
+                    break
             elif kind is UsageSeen:
                 self.usage = item.usage
             elif kind is FinishSeen:
@@ -109,6 +130,7 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.texts.clear()
         self.blocks.clear()
         self.calls.clear()
+        self.seals.clear()
         failure = limit_exceeded("max_text_bytes", size, self.limits.max_text_bytes,
                                  "the text and reasoning of one response")
         self._fail(out, FinishReason("error", failure))
@@ -128,7 +150,11 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
             elif start.block_type == "text":
                 out.append(BlockEnd(index, TextBlock(self.texts.pop(index))))
             else:
-                out.append(BlockEnd(index, ReasoningBlock(self.texts.pop(index))))
+                seal = self.seals.get(index)
+                text = self.texts.pop(index)
+                block = ReasoningBlock(text) if seal is None else ReasoningBlock(
+                    text, signature=seal.signature, encrypted=seal.encrypted, item_id=seal.item_id)
+                out.append(BlockEnd(index, block))
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
         out.append(PendingFinish(self.reason))

@@ -14,7 +14,11 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   ``reasoning_content`` when present and not null, else the vLLM alias ``reasoning``, else (only when neither field
   is present) OpenRouter's ``reasoning_details[].text``; only a non-empty string opens or extends the single
   reasoning block, so DeepSeek's first ``reasoning_content: ""`` opens nothing. Content given as a list of typed
-  parts (Mistral) contributes its ``text`` parts as text and its ``thinking`` parts as reasoning.
+  parts (Mistral) contributes its ``text`` parts as text and its ``thinking`` parts as reasoning. A parser's
+  ``ReasoningEnd`` (docs/decisions/0028-reasoning-round-trip.md) ends the reasoning block: its signature, encrypted
+  reasoning and item id go to ``close_on_done`` as a ``ReasoningSeal`` of that block (one carrying a signature or
+  encrypted reasoning opens a block when none is open, as a ``redacted_thinking`` block has no text), and reasoning
+  after it opens a new block.
 - Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
   no top-level usage). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
 
@@ -29,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
-from ._signals import FinishSeen, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
+from ._signals import FinishSeen, ReasoningEnd, ReasoningSeal, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 from ._usage import checked_usage, merge_usage
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall, WireUsage
@@ -98,8 +102,20 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         for item in batch:
             if type(item) is WireChunk:
                 self._chunk(item, out)
+            elif type(item) is ReasoningEnd:
+                self._reasoning_end(item, out)
             else:
                 out.append(item)
+
+    def _reasoning_end(self, end: ReasoningEnd, out: list[Signal]) -> None:
+        index = self.reasoning_index
+        if index is None:
+            if end.signature is None and end.encrypted is None:
+                return  # nothing to keep: an empty thinking block, a reasoning item with only its id
+            index = self._open("reasoning", out)
+        self.reasoning_index = None
+        if end.signature is not None or end.encrypted is not None or end.item_id is not None:
+            out.append(ReasoningSeal(index, end.signature, end.encrypted, end.item_id))
 
     # -- one wire chunk -------------------------------------------------------------------------------------------
 

@@ -124,13 +124,14 @@ class Malformed(LlmStreamError):
 class Block:
     """What the parser keeps of one content block."""
 
-    __slots__ = ("deltas", "kind", "stopped", "whole")
+    __slots__ = ("deltas", "kind", "opaque", "stopped", "whole")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.whole: str | None = None  # a tool's input given whole in its start
         self.deltas = False  # an input_json_delta came
         self.stopped = False
+        self.opaque: str | None = None  # a thinking block's signature, a redacted_thinking block's data
 
 
 def index_of(body: dict[str, Any]) -> int:

@@ -11,10 +11,12 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
   call's argument fragment. A tool's ``input`` given whole (non-empty, no ``input_json_delta`` after it) is emitted
   once, as compact JSON, at the block's stop (or at the end for a block never stopped). ``message_start.content``
   blocks (continuation responses) are read as started and stopped.
-- Not carried this round, each reported as an anomaly with its length, never its content: ``signature_delta`` and a
-  start's ``signature`` (``reasoning-signature``), ``redacted_thinking`` (``redacted-thinking``), ``citations_delta``
-  (``citation``). Server-side tools (``server_tool_use``, ``mcp_tool_use``, ``*_tool_result``) are ``server-tool``
-  anomalies, never tool calls; other blocks (``compaction``, ``fallback``) and unknown deltas/events are anomalies.
+- A ``thinking`` block's ``signature`` (its start's, replaced by each ``signature_delta``, as Anthropic's SDK does)
+  and a ``redacted_thinking`` block's ``data`` go, at the block's stop, in a ``ReasoningEnd``: the reasoning block
+  keeps them (docs/decisions/0028-reasoning-round-trip.md). ``citations_delta`` is not carried (a ``citation``
+  anomaly with its length, never its content). Server-side tools (``server_tool_use``, ``mcp_tool_use``,
+  ``*_tool_result``) are ``server-tool`` anomalies, never tool calls; other blocks (``compaction``, ``fallback``)
+  and unknown deltas/events are anomalies.
 - ``message_delta`` gives the stop reason (``_messages_events.FINISH_REASONS``) and usage, merged field by field
   with ``message_start``'s. At ``message_stop``: one ``WireChunk`` with the finish reason and the merged usage, then
   ``Done``. A block still open there (``max_tokens`` cutting a tool block) is an ``unterminated-block`` anomaly.
@@ -56,7 +58,7 @@ from ._messages_events import (
     string_at,
     wire_usage,
 )
-from ._signals import Done, Halt, Signal
+from ._signals import Done, Halt, ReasoningEnd, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
 from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, wire_chunk
@@ -143,11 +145,9 @@ class _ParseMessages(SseFraming):
             thinking = block.get("thinking")
             if isinstance(thinking, str) and thinking:
                 out.append(wire_chunk(WireDelta(reasoning_content=thinking)))
-            self._signature(index, block.get("signature"), out)
+            self._opaque(state, "signature", block.get("signature"), out, index)
         elif kind == "redacted_thinking":
-            data = block.get("data")
-            size = len(data) if isinstance(data, str) else 0
-            out.append(Anomaly("redacted-thinking", index, f"redacted_thinking data of {size} characters not carried"))
+            self._opaque(state, "data", block.get("data"), out, index)
         elif kind == "tool":
             out.append(wire_chunk(WireDelta(tool_calls=[identity(index, block)])))
             given = block.get("input")
@@ -158,11 +158,15 @@ class _ParseMessages(SseFraming):
         else:
             out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
 
-    def _signature(self, index: int, signature: object, out: list[Signal]) -> None:
-        if isinstance(signature, str) and signature:
-            out.append(
-                Anomaly("reasoning-signature", index, f"thinking signature of {len(signature)} characters not carried")
-            )
+    @staticmethod
+    def _opaque(block: Block, field: str, value: object, out: list[Signal], index: int) -> None:
+        """A signature or redacted data: a non-empty string replaces what the block held; ``""`` and absent leave
+        it; anything else is an ``invalid-reasoning`` anomaly."""
+        if type(value) is str:
+            if value:
+                block.opaque = value
+        elif value is not None:
+            out.append(Anomaly("invalid-reasoning", index, f"{field} of type {type(value).__name__} ignored"))
 
     def _block_delta(self, body: dict[str, Any], out: list[Signal]) -> None:
         index = index_of(body)
@@ -188,8 +192,8 @@ class _ParseMessages(SseFraming):
             out.append(
                 wire_chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=fragment))]))
             )
-        elif delta_type == "signature_delta":
-            self._signature(index, delta.get("signature"), out)
+        elif delta_type == "signature_delta" and block.kind == "thinking":
+            self._opaque(block, "signature", delta.get("signature"), out, index)
         elif delta_type == "citations_delta":
             citation = delta.get("citation")
             size = len(compact(citation)) if citation is not None else 0
@@ -209,7 +213,11 @@ class _ParseMessages(SseFraming):
         if block.stopped:
             return
         block.stopped = True
-        if block.whole is not None and not block.deltas:  # arguments given whole count once
+        if block.kind == "thinking":
+            out.append(ReasoningEnd(signature=block.opaque))
+        elif block.kind == "redacted_thinking":
+            out.append(ReasoningEnd(encrypted=block.opaque))
+        elif block.whole is not None and not block.deltas:  # arguments given whole count once
             call = WireToolCall(index=index, function=WireFunction(arguments=block.whole))
             out.append(wire_chunk(WireDelta(tool_calls=[call])))
 

@@ -6,7 +6,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   lines; Bedrock Mantle sends ``data:`` before ``event:``); a trailing ``data: [DONE]`` (OpenRouter) is ignored.
 - ``response.output_text.delta`` -> ``delta.content``; ``response.refusal.delta`` -> ``delta.refusal`` (error
   ``REFUSAL``); ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` ->
-  ``delta.reasoning_content``. Encrypted reasoning is not carried: an ``encrypted-reasoning`` anomaly gives its length.
+  ``delta.reasoning_content``. A reasoning item's ``output_item.done`` ends its reasoning block with a
+  ``ReasoningEnd`` carrying its ``id`` and ``encrypted_content`` (docs/decisions/0028-reasoning-round-trip.md).
 - A ``function_call`` item is a ``WireToolCall`` at wire index ``output_index``. Its identity (``call_id``,
   ``name``) is passed as the wire gives it on ``output_item.added``; one still missing there is passed from
   ``output_item.done`` (a late ``call_id`` is accepted). A different non-empty value on ``.done`` keeps the first
@@ -51,7 +52,7 @@ from ._responses_events import (
     tool_chunk,
     wire_usage,
 )
-from ._signals import Done, Halt, Signal
+from ._signals import Done, Halt, ReasoningEnd, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
 from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta, wire_chunk
@@ -160,9 +161,8 @@ class _ParseResponses(SseFraming):
         if kind == "function_call":
             self._function_call(event.output_index, item, out, done=done)
         elif kind == "reasoning":
-            if done and isinstance(item.encrypted_content, str) and item.encrypted_content:
-                out.append(Anomaly("encrypted-reasoning", None,
-                                   f"encrypted reasoning of {len(item.encrypted_content)} characters not carried"))
+            if done:
+                out.append(ReasoningEnd(encrypted=_given(item.encrypted_content), item_id=_given(item.id)))
         elif kind not in _OWN_ITEMS and not done:
             if kind in SERVER_TOOL_ITEMS:
                 out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))

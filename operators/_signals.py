@@ -3,8 +3,9 @@
 The public output is the chunk protocol (``_chunks.py``). Between stages a few more values travel beside the chunks;
 none of them reaches the caller (the facade keeps only chunks):
 
-    parse_sse            -> WireChunk, Done, Halt, Anomaly
-    coalesce_identity    -> BlockStart, TextDelta, ReasoningDelta, ToolFragment, FinishSeen, UsageSeen, RefusalSeen
+    parse_sse            -> WireChunk, Done, Halt, Anomaly   (the Messages and Responses parsers also ReasoningEnd)
+    coalesce_identity    -> BlockStart, TextDelta, ReasoningDelta, ToolFragment, FinishSeen, UsageSeen, RefusalSeen,
+                            ReasoningSeal
     accumulate_arguments -> ToolCallDelta (for each ToolFragment), ToolCallState (each call, just before Done)
     close_on_done        -> BlockEnd..., UsageChunk, PendingFinish | Finish(error)   (all held until Done / Halt)
     classify_finish      -> Finish                                            (PendingFinish and RefusalSeen consumed)
@@ -28,6 +29,8 @@ __all__ = [
     "FinishSeen",
     "Halt",
     "PendingFinish",
+    "ReasoningEnd",
+    "ReasoningSeal",
     "RefusalSeen",
     "Rule",
     "Signal",
@@ -101,6 +104,28 @@ class RefusalSeen:
 
 
 @attrs.frozen
+class ReasoningEnd:
+    """A parser's word that the reasoning segment ends here (a Messages ``thinking`` or ``redacted_thinking`` block
+    stopped, a Responses reasoning item done), with what the provider needs back, each None or a non-empty string
+    (docs/decisions/0028-reasoning-round-trip.md). Reasoning after it opens a new reasoning block."""
+
+    signature: str | None = None
+    encrypted: str | None = None
+    item_id: str | None = None
+
+
+@attrs.frozen
+class ReasoningSeal:
+    """``coalesce_identity``'s: reasoning block ``index`` carries these; ``close_on_done`` puts them on its
+    ``ReasoningBlock``."""
+
+    index: int
+    signature: str | None = None
+    encrypted: str | None = None
+    item_id: str | None = None
+
+
+@attrs.frozen
 class PendingFinish:
     """The response completed; ``classify_finish`` turns the wire reason into a FinishReason."""
 
@@ -131,6 +156,8 @@ Signal: TypeAlias = (
     | UsageSeen
     | RefusalSeen
     | PendingFinish
+    | ReasoningEnd
+    | ReasoningSeal
 )
 """Anything that travels between two rule operators: the public chunks and the internal signals above."""
 

@@ -91,7 +91,9 @@ def _record(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
 
 def _content(message: AssistantMessage) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
-    if message.reasoning:
+    if message.reasoning_blocks:  # each block kept, with what the provider needs back (decision 0028)
+        content.extend(block.to_json() for block in message.reasoning_blocks)
+    elif message.reasoning:
         content.append({"type": "reasoning", "text": message.reasoning})
     if message.text:
         content.append({"type": "text", "text": message.text})

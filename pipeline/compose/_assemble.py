@@ -2,7 +2,8 @@
 
 - Text and reasoning come from their deltas, so a response that failed mid-stream still shows what it said.
 - Tool calls come only from block-ends, which carry a validated ``ToolCallBlock``: a call that was never identified,
-  or never closed, is not in the message.
+  or never closed, is not in the message. The reasoning blocks (with the signature or encrypted reasoning a provider
+  needs back, docs/decisions/0028-reasoning-round-trip.md) come from block-ends too.
 - A ``retry`` chunk discards the partial blocks of the attempt it ends; ``usage`` is the last attempt's usage and
   ``usage_total`` adds every attempt's (failed attempts were billed too).
 """
@@ -21,6 +22,7 @@ from operators import (
     Code,
     Finish,
     FinishReason,
+    ReasoningBlock,
     ReasoningDelta,
     Retry,
     TextDelta,
@@ -29,6 +31,8 @@ from operators import (
     UsageChunk,
 )
 from operators.extend import BlockTexts
+
+from .._chat_message import assistant_message
 
 __all__ = ["Assembler", "AssistantMessage", "assemble", "assemble_async"]
 
@@ -44,6 +48,8 @@ class AssistantMessage:
     usage_total: Usage | None
     finish: FinishReason
     retries: int = 0
+    reasoning_blocks: tuple[ReasoningBlock, ...] = ()
+    """The closed reasoning blocks in order, each with its signature / encrypted reasoning / item id if any."""
 
     @property
     def ok(self) -> bool:
@@ -55,6 +61,15 @@ class AssistantMessage:
         """The refusal text when the model declined (finish code ``REFUSAL``)."""
         failure = self.finish.failure
         return failure.message if failure is not None and failure.code == Code.REFUSAL else None
+
+    def to_message(self) -> dict[str, Any]:
+        """This answer as the chat-shaped assistant message of the next request's history: ``content`` (None when it
+        only called tools), ``tool_calls`` when it called any, and ``reasoning_blocks`` (the blocks' JSON) when a
+        reasoning block carries what the provider needs back; ``ChatClient`` turns those into thinking /
+        redacted_thinking blocks (api="messages") or reasoning items (api="responses") and leaves them out for chat
+        completions (docs/decisions/0028-reasoning-round-trip.md)."""
+        opaque = [block.to_json() for block in self.reasoning_blocks if block.opaque]
+        return assistant_message(self.text, self.tool_calls, opaque)
 
     def to_json(self) -> dict[str, Any]:
         """``{"text", "reasoning", "tool_calls", "usage", "finish": {"kind", "code"}}`` (the CLI's --assembled)."""
@@ -74,6 +89,7 @@ class Assembler:
         self._kinds: dict[int, str] = {}
         self._texts = BlockTexts()
         self._calls: dict[int, ToolCallBlock] = {}
+        self._reasoning: dict[int, ReasoningBlock] = {}
         self._usage: Usage | None = None
         self._usage_total: Usage | None = None
         self._finish: FinishReason | None = None
@@ -88,6 +104,8 @@ class Assembler:
         elif isinstance(chunk, BlockEnd):
             if isinstance(chunk.block, ToolCallBlock):
                 self._calls[chunk.index] = chunk.block
+            elif isinstance(chunk.block, ReasoningBlock):
+                self._reasoning[chunk.index] = chunk.block
         elif isinstance(chunk, UsageChunk):
             usage = chunk.usage
             self._usage = usage
@@ -99,6 +117,7 @@ class Assembler:
             self._kinds.clear()
             self._texts.clear()
             self._calls.clear()
+            self._reasoning.clear()
             self._usage = None
 
     @property
@@ -121,6 +140,7 @@ class Assembler:
             usage_total=self._usage_total,
             finish=finish,
             retries=self._retries,
+            reasoning_blocks=tuple(self._reasoning[i] for i in sorted(self._reasoning)),
         )
 
 

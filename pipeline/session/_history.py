@@ -1,10 +1,12 @@
 """From the session's events to the chat history of the next request, in OpenAI chat format.
 
-``assistant/attempt`` and ``llm/retry`` are never included, nor is reasoning: a retried request carries exactly the
-messages of the refused one (docs/decisions/0011-session-durability.md). An assistant message has ``tool_calls`` only
-when it called tools (the API refuses an empty list) and ``content`` None only then. A tool call of a closed step that
-was never run gets, in this replay only, the answer ``NOT_RUN_TOOL_RESULT``: the API refuses a history where a tool
-call has no answer.
+``assistant/attempt`` and ``llm/retry`` are never included, nor is reasoning text: a retried request carries exactly
+the messages of the refused one (docs/decisions/0011-session-durability.md). The reasoning blocks that carry what
+the provider needs back (a signature, encrypted reasoning, a reasoning item id) are, under ``reasoning_blocks``: the
+request builders send them back to the Messages and Responses APIs (docs/decisions/0028-reasoning-round-trip.md). An
+assistant message has ``tool_calls`` only when it called tools (the API refuses an empty list) and ``content`` None
+only then. A tool call of a closed step that was never run gets, in this replay only, the answer
+``NOT_RUN_TOOL_RESULT``: the API refuses a history where a tool call has no answer.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+import msgspec
+
+from .._chat_message import assistant_message
 from ._events import AssistantMessageEvent, SessionEvent, StepEndEvent, ToolResultEvent, TurnEndEvent, UserMessageEvent
-from ._values import AssistantPart, TextPart
+from ._values import AssistantPart, ReasoningPart, TextPart
 
 __all__ = ["NOT_RUN_TOOL_RESULT", "history"]
 
@@ -30,16 +35,9 @@ def history(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": _text_of(event.content)})
         elif isinstance(event, AssistantMessageEvent):
             calls = event.message.tool_calls
-            text = _text_of(event.message.content)
-            message: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                message["tool_calls"] = [
-                    {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-                    for call in calls
-                ]
-            elif not text:
-                message["content"] = ""
-            out.append(message)
+            reasoning = [msgspec.to_builtins(part) for part in event.message.content
+                         if isinstance(part, ReasoningPart) and part.opaque]
+            out.append(assistant_message(_text_of(event.message.content), calls, reasoning))
             unanswered[(event.turn, event.step)] = [call.id for call in calls]
         elif isinstance(event, ToolResultEvent):
             result = event.message.content[0]

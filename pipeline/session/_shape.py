@@ -134,6 +134,10 @@ def _explain_message(event_type: str, path: Sequence[str | int], message: object
         return f"{where}the tool call at content[{index}] must have a non-empty string {inner}, got {got!r}"
     if kind == "tool-call" and inner == "arguments":
         return f"{where}the tool call at content[{index}] has no string arguments"
+    if kind == "reasoning" and inner in ("signature", "encrypted", "item_id"):
+        got = _at(message, path[:3])
+        return (f"{where}the reasoning block at content[{index}] must have a non-empty string {inner} or none, "
+                f"got {got!r:.40}")
     if kind in ("text", "reasoning") and inner == "text":
         return f"{where}content[{index}] has no string text"
     return f"{where}content[{index}] is not a text, reasoning or tool-call block"

@@ -50,8 +50,18 @@ class TextPart(msgspec.Struct, frozen=True, tag_field="type", tag="text"):
     text: str
 
 
-class ReasoningPart(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning"):
+class ReasoningPart(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type", tag="reasoning"):
+    """``ReasoningBlock.to_json()``: the opaque parts a provider needs back are absent or non-empty
+    (docs/decisions/0028-reasoning-round-trip.md)."""
+
     text: str
+    signature: NonEmptyStr | None = None
+    encrypted: NonEmptyStr | None = None
+    item_id: NonEmptyStr | None = None
+
+    @property
+    def opaque(self) -> bool:
+        return self.signature is not None or self.encrypted is not None or self.item_id is not None
 
 
 class ToolCallPart(msgspec.Struct, frozen=True, tag_field="type", tag="tool-call"):

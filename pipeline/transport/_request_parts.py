@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from .._chat_message import REASONING_BLOCKS
+
 Message = Mapping[str, Any]
 
 def _text(content: object, number: int) -> str:
@@ -193,3 +195,57 @@ def _responses_tool_choice(choice: Any) -> Any:
     """Chat ``tool_choice`` to Responses: the strings as they are, a named function flattened."""
     name = _chosen_name(choice) if isinstance(choice, Mapping) else None
     return {"type": "function", "name": name} if name is not None else choice
+
+
+_OPAQUE_FIELDS: Final = ("signature", "encrypted", "item_id")
+
+
+def _reasoning_of(message: Message, number: int) -> list[dict[str, Any]]:
+    """An assistant message's ``reasoning_blocks`` (``ReasoningBlock.to_json()`` each: docs/decisions/
+    0028-reasoning-round-trip.md), checked: a string ``text`` and each opaque part absent or a non-empty string."""
+    blocks = message.get(REASONING_BLOCKS)
+    if blocks is None:
+        return []
+    if isinstance(blocks, str | bytes) or not isinstance(blocks, Sequence):
+        raise ValueError(f"message {number}: {REASONING_BLOCKS} is a {type(blocks).__name__}, not a list of blocks")
+    out = []
+    for block in blocks:
+        ok = isinstance(block, Mapping) and block.get("type") == "reasoning" and isinstance(block.get("text"), str)
+        if ok:
+            ok = all(block.get(key) is None or (isinstance(block[key], str) and block[key]) for key in _OPAQUE_FIELDS)
+        if not ok:
+            raise ValueError(f"message {number}: a reasoning block needs a string text and, for signature, encrypted "
+                             f"and item_id, a non-empty string or nothing; got {block!r:.120}")
+        out.append(dict(block))
+    return out
+
+
+def _messages_thinking(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages API thinking blocks: a signed one as ``thinking``, redacted data as ``redacted_thinking``; a block of
+    another API (a Responses reasoning item) or without a signature is not sent (the API refuses it unsigned)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("item_id") is not None:
+            continue
+        if block.get("signature") is not None:
+            out.append({"type": "thinking", "thinking": block["text"], "signature": block["signature"]})
+        elif block.get("encrypted") is not None:
+            out.append({"type": "redacted_thinking", "data": block["encrypted"]})
+    return out
+
+
+def _responses_reasoning(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Responses API reasoning items: a block with its item id, its text as the summary, its encrypted content."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        item_id = block.get("item_id")
+        if item_id is None:
+            continue
+        text = block["text"]
+        item: dict[str, Any] = {"type": "reasoning", "id": item_id,
+                                "summary": [{"type": "summary_text", "text": text}] if text else []}
+        if block.get("encrypted") is not None:
+            item["encrypted_content"] = block["encrypted"]
+        out.append(item)
+    return out
+

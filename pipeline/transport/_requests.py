@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+from .._chat_message import REASONING_BLOCKS
 from ._request_parts import (
     Message,
     _add_user,
@@ -40,9 +41,12 @@ from ._request_parts import (
     _call_id_of,
     _input_of,
     _messages_parts,
+    _messages_thinking,
     _messages_tool,
     _messages_tool_choice,
+    _reasoning_of,
     _responses_content,
+    _responses_reasoning,
     _responses_tool,
     _responses_tool_choice,
     _text,
@@ -85,7 +89,7 @@ def chat_request(
     out = [{"role": "system", "content": system}] if system is not None else []
     body: dict[str, Any] = {
         "model": model,
-        "messages": out + [dict(m) for m in messages],
+        "messages": out + [_without_reasoning_blocks(m) for m in messages],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -118,7 +122,7 @@ def messages_request(
                      "content": _text(message.get("content"), number)}
             _add_user(out, [block])
         elif role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            blocks = _messages_thinking(_reasoning_of(message, number))
             text = _text(message.get("content"), number)
             if text:
                 blocks.append({"type": "text", "text": text})
@@ -171,6 +175,7 @@ def responses_request(
             items.append({"type": "function_call_output", "call_id": _call_id_of(message, number),
                           "output": _text(message.get("content"), number)})
         elif role == "assistant":
+            items.extend(_responses_reasoning(_reasoning_of(message, number)))
             text = _text(message.get("content"), number)
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
@@ -200,6 +205,11 @@ BUILDERS: Final[Mapping[str, Builder]] = {
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def _without_reasoning_blocks(message: Message) -> dict[str, Any]:
+    """A chat message as it is, less our ``reasoning_blocks`` key (not an OpenAI field)."""
+    return {key: value for key, value in message.items() if key != REASONING_BLOCKS}
 
 
 def _optional(body: dict[str, Any], **values: Any) -> None:

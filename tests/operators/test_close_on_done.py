@@ -20,6 +20,7 @@ from operators import (
     Failure,
     Finish,
     FinishReason,
+    Limits,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
@@ -30,7 +31,7 @@ from operators import (
     UsageChunk,
     close_on_done,
 )
-from operators.extend import Batch, Done, FinishSeen, Halt, PendingFinish, ToolCallState, UsageSeen
+from operators.extend import Batch, Done, FinishSeen, Halt, PendingFinish, ReasoningSeal, ToolCallState, UsageSeen
 
 REFUSED = "refused rather than assembled without its identity"
 U1 = Usage(10, 1, 11)
@@ -330,3 +331,32 @@ def test_each_subscription_starts_from_fresh_state() -> None:
 
     assert first == second
     assert ends(first[0]) == [BlockEnd(0, TextBlock("x"))]
+
+
+# -- reasoning seals (docs/decisions/0028-reasoning-round-trip.md) ---------------------------------------------------
+
+
+def test_a_seal_puts_its_signature_encrypted_reasoning_and_item_id_on_its_reasoning_block() -> None:
+    out = one(BlockStart(0, "reasoning"), ReasoningDelta(0, "think"), ReasoningSeal(0, "SIG", None, None),
+              BlockStart(1, "reasoning"), ReasoningSeal(1, None, "ENC", "rs_1"), Done())
+
+    assert ends(out) == [
+        BlockEnd(0, ReasoningBlock("think", signature="SIG")),
+        BlockEnd(1, ReasoningBlock("", encrypted="ENC", item_id="rs_1")),
+    ]
+    assert not any(isinstance(item, ReasoningSeal) for item in out)
+
+
+def test_opaque_reasoning_counts_toward_max_text_bytes() -> None:
+    run = run_of_limited(Limits(max_text_bytes=10), [BlockStart(0, "reasoning"), ReasoningDelta(0, "abc"),
+                                                     ReasoningSeal(0, None, "x" * 8, None), Done()])
+
+    (finish,) = [item for item in run.items if isinstance(item, Finish)]
+    assert finish.reason.code == Code.LIMIT_EXCEEDED
+    assert ends(run.items) == []
+
+
+def run_of_limited(limits: Limits, batch: list[Any]) -> Run:
+    run = Run()
+    source_of(batch).pipe(close_on_done(limits)).subscribe(run.batches.append, run.errors.append, run.on_completed)
+    return run

@@ -13,7 +13,17 @@ from reactivex.testing.marbles import marbles_testing
 
 from operators import Anomaly, BlockStart, Failure, ReasoningDelta, TextDelta, Usage, coalesce_identity
 from operators._usage import map_usage
-from operators.extend import Batch, Done, FinishSeen, Halt, RefusalSeen, ToolFragment, UsageSeen
+from operators.extend import (
+    Batch,
+    Done,
+    FinishSeen,
+    Halt,
+    ReasoningEnd,
+    ReasoningSeal,
+    RefusalSeen,
+    ToolFragment,
+    UsageSeen,
+)
 from operators.wire import UNSET, WireChunk, decode_chunk
 
 Json = dict[str, Any]
@@ -516,3 +526,32 @@ def test_each_subscription_starts_from_fresh_state() -> None:
 
     assert first == second
     assert starts(first[0]) == [(0, "tool-call"), (1, "text")]
+
+
+# -- reasoning segments (docs/decisions/0028-reasoning-round-trip.md) -----------------------------------------------
+
+
+def test_a_reasoning_end_seals_the_open_block_and_later_reasoning_opens_a_new_one() -> None:
+    out = one(chunk(reasoning_content="a"), ReasoningEnd(signature="SIG"), chunk(reasoning_content="b"))
+
+    assert starts(out) == [(0, "reasoning"), (1, "reasoning")]
+    assert [item for item in out if isinstance(item, ReasoningSeal)] == [ReasoningSeal(0, "SIG", None, None)]
+    assert [(d.index, d.text) for d in out if isinstance(d, ReasoningDelta)] == [(0, "a"), (1, "b")]
+
+
+def test_a_reasoning_end_with_encrypted_reasoning_and_no_text_opens_its_own_block() -> None:
+    out = one(chunk(content="hi"), ReasoningEnd(encrypted="DATA"))
+
+    assert starts(out) == [(0, "text"), (1, "reasoning")]
+    assert [item for item in out if isinstance(item, ReasoningSeal)] == [ReasoningSeal(1, None, "DATA", None)]
+
+
+def test_a_reasoning_end_with_nothing_to_keep_and_no_open_block_is_dropped() -> None:
+    assert one(ReasoningEnd(item_id="rs_1"), ReasoningEnd()) == []
+
+
+def test_a_reasoning_end_with_nothing_to_keep_still_ends_the_block() -> None:
+    out = one(chunk(reasoning_content="a"), ReasoningEnd(), chunk(reasoning_content="b"))
+
+    assert starts(out) == [(0, "reasoning"), (1, "reasoning")]
+    assert not any(isinstance(item, ReasoningSeal) for item in out)

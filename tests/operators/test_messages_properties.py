@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from operators import BlockEnd, Chunk, Finish, ToolCallBlock
+from operators import BlockEnd, Chunk, Finish, ReasoningBlock, ToolCallBlock, chunk_from_json
 from operators._parse_messages import parse_messages_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
@@ -99,3 +99,57 @@ def test_no_tool_call_block_end_without_a_non_empty_id_and_name(data: bytes, cut
             assert chunk.block.name
     assert isinstance(out[-1], Finish)
     assert sum(isinstance(c, Finish) for c in out) == 1
+
+
+OPAQUE = st.one_of(st.just(""), st.text(alphabet="ABCxyz+/=", min_size=1, max_size=12))
+
+
+@st.composite
+def thinking_streams(draw: st.DrawFn) -> tuple[bytes, list[ReasoningBlock]]:
+    """Thinking and redacted_thinking blocks (signatures given at the start and in drawn signature deltas) between
+    text blocks, with the reasoning blocks the rules must give back: one per block, the last non-empty signature."""
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": "m", "content": []}}]
+    expected: list[ReasoningBlock] = []
+    for index in range(draw(st.integers(min_value=1, max_value=4))):
+        kind = draw(st.sampled_from(["thinking", "redacted_thinking", "text"]))
+        if kind == "redacted_thinking":
+            data = draw(OPAQUE)
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": kind, "data": data}})
+            if data:
+                expected.append(ReasoningBlock("", encrypted=data))
+        elif kind == "thinking":
+            signature = draw(OPAQUE)
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": kind, "thinking": "", "signature": signature}})
+            texts = draw(st.lists(st.text(alphabet="ab ", min_size=1, max_size=4), max_size=3))
+            for text in texts:
+                events.append({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "thinking_delta", "thinking": text}})
+            for sig in draw(st.lists(OPAQUE, max_size=2)):
+                events.append({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "signature_delta", "signature": sig}})
+                signature = sig or signature
+            if texts or signature:
+                expected.append(ReasoningBlock("".join(texts), signature=signature or None))
+        else:
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": "ok"}})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "content_block_start", "index": 9, "content_block": {"type": "text", "text": "end"}})
+    events.append({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4}})
+    events.append({"type": "message_stop"})
+    encoded = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    return encoded, expected
+
+
+@SLOW
+@given(case=thinking_streams(), cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=8))
+def test_every_thinking_block_keeps_its_last_signature_and_reads_back_from_json(
+    case: tuple[bytes, list[ReasoningBlock]], cuts: list[int]
+) -> None:
+    data, expected = case
+    out = chunks(split_at(data, cuts))
+    blocks = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ReasoningBlock)]
+    assert blocks == expected
+    assert [chunk_from_json(c.to_json()) for c in out] == out

@@ -13,6 +13,7 @@ from operators import (
     Code,
     Finish,
     Limits,
+    ReasoningBlock,
     ReasoningDelta,
     TextDelta,
     ToolCallBlock,
@@ -289,7 +290,11 @@ def test_a_later_input_count_in_message_delta_replaces_the_first() -> None:
 # -- reasoning, server tools, the unknown ----------------------------------------------------------------------------
 
 
-def test_thinking_is_reasoning_and_its_signature_an_anomaly_with_its_length_only() -> None:
+def reasoning_blocks(out: list[Chunk]) -> list[ReasoningBlock]:
+    return [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ReasoningBlock)]
+
+
+def test_a_thinking_block_keeps_its_signature_and_a_redacted_block_its_data() -> None:
     out = chunks(
         sse(
             *stream(
@@ -303,12 +308,80 @@ def test_thinking_is_reasoning_and_its_signature_an_anomaly_with_its_length_only
         )
     )
     assert [c.text for c in out if isinstance(c, ReasoningDelta)] == ["hmm"]
-    (signature,) = anomalies(out, "reasoning-signature")
-    (redacted,) = anomalies(out, "redacted-thinking")
-    assert "9 characters" in signature.detail
-    assert "SECRETSIG" not in signature.detail
-    assert "6 characters" in redacted.detail
-    assert "OPAQUE" not in redacted.detail
+    assert reasoning_blocks(out) == [
+        ReasoningBlock("hmm", signature="SECRETSIG"),
+        ReasoningBlock("", encrypted="OPAQUE"),
+    ]
+    assert not any("SECRETSIG" in a.detail or "OPAQUE" in a.detail for a in out if isinstance(a, Anomaly))
+
+
+def test_each_thinking_block_is_its_own_reasoning_block_with_its_own_signature() -> None:
+    out = chunks(
+        sse(
+            *stream(
+                block(0, type="thinking", thinking="first"),
+                delta(0, type="signature_delta", signature="SIG-A"),
+                stop(0),
+                block(1, type="text", text=""),
+                text(1, "between"),
+                stop(1),
+                block(2, type="thinking", thinking="second", signature="SIG-B"),
+                stop(2),
+            )
+        )
+    )
+    assert reasoning_blocks(out) == [
+        ReasoningBlock("first", signature="SIG-A"),
+        ReasoningBlock("second", signature="SIG-B"),
+    ]
+    assert assemble(out).reasoning == "firstsecond"
+
+
+def test_a_signature_delta_replaces_the_signature_an_empty_one_leaves_it() -> None:
+    out = chunks(
+        sse(
+            *stream(
+                block(0, type="thinking", thinking="t", signature="FROM-START"),
+                delta(0, type="signature_delta", signature="FIRST"),
+                delta(0, type="signature_delta", signature="SECOND"),
+                delta(0, type="signature_delta", signature=""),
+                stop(0),
+            )
+        )
+    )
+    assert reasoning_blocks(out) == [ReasoningBlock("t", signature="SECOND")]
+
+
+def test_a_signature_that_is_not_a_string_is_an_anomaly_and_not_kept() -> None:
+    out = chunks(
+        sse(
+            *stream(
+                block(0, type="thinking", thinking="t"),
+                delta(0, type="signature_delta", signature=12),
+                stop(0),
+                block(1, type="redacted_thinking", data=None),
+                stop(1),
+            )
+        )
+    )
+    assert reasoning_blocks(out) == [ReasoningBlock("t")]
+    (invalid,) = anomalies(out, "invalid-reasoning")
+    assert "int" in invalid.detail
+
+
+def test_a_thinking_block_cut_before_its_stop_keeps_its_signature_at_message_stop() -> None:
+    out = chunks(
+        sse(
+            start(),
+            block(0, type="thinking", thinking="t"),
+            delta(0, type="signature_delta", signature="SIG"),
+            *SAID,
+            message_delta("end_turn"),
+            END,
+        )
+    )
+    assert reasoning_blocks(out) == [ReasoningBlock("t", signature="SIG")]
+    assert anomalies(out, "unterminated-block")
 
 
 def test_server_tools_are_anomalies_never_tool_calls() -> None:

@@ -12,7 +12,7 @@ import pytest
 import reactivex
 
 import pipeline
-from operators import Anomaly, BlockEnd, Chunk, Code, Finish, Usage, UsageChunk
+from operators import Anomaly, BlockEnd, BlockStart, Chunk, Code, Finish, ReasoningBlock, Usage, UsageChunk
 from operators._parse_responses import parse_responses_sse
 from operators.extend import Batch, Done, Halt
 from operators.wire import WireChunk
@@ -117,13 +117,41 @@ def test_reasoning_summary_and_raw_reasoning_text_are_reasoning() -> None:
     assert message.text == "ok"
 
 
-def test_encrypted_reasoning_is_an_anomaly_giving_its_length_not_its_content() -> None:
+def test_a_reasoning_item_keeps_its_id_and_encrypted_content_on_its_block() -> None:
     item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-secret"}
+    out = chunks(ev("response.reasoning_summary_text.delta", output_index=0, delta="plan"),
+                 ev("response.output_item.done", output_index=0, item=item), text("ok", 1), completed())
+
+    ends = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ReasoningBlock)]
+    assert ends == [ReasoningBlock("plan", encrypted="gAAAA-secret", item_id="rs_1")]
+    assert not any("secret" in c.detail for c in out if isinstance(c, Anomaly))
+
+
+def test_encrypted_reasoning_without_a_summary_is_a_block_of_its_own() -> None:
+    item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}
     out = chunks(ev("response.output_item.done", output_index=0, item=item), text("ok", 1), completed())
 
-    [anomaly] = [c for c in out if isinstance(c, Anomaly) and c.kind == "encrypted-reasoning"]
-    assert "12 characters" in anomaly.detail
-    assert "secret" not in anomaly.detail
+    ends = [c.block for c in out if isinstance(c, BlockEnd)]
+    assert ends[0] == ReasoningBlock("", encrypted="gAAAA", item_id="rs_1")
+
+
+def test_a_reasoning_item_with_only_its_id_opens_no_block() -> None:
+    item = {"type": "reasoning", "id": "rs_1", "summary": []}
+    out = chunks(ev("response.output_item.done", output_index=0, item=item), text("ok", 1), completed())
+
+    assert [c.block_type for c in out if isinstance(c, BlockStart)] == ["text"]
+
+
+def test_two_reasoning_items_are_two_blocks() -> None:
+    first = {"type": "reasoning", "id": "rs_1", "summary": []}
+    second = {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "E2"}
+    out = chunks(ev("response.reasoning_summary_text.delta", output_index=0, delta="one"),
+                 ev("response.output_item.done", output_index=0, item=first),
+                 ev("response.reasoning_summary_text.delta", output_index=1, delta="two"),
+                 ev("response.output_item.done", output_index=1, item=second), text("ok", 2), completed())
+
+    ends = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ReasoningBlock)]
+    assert ends == [ReasoningBlock("one", item_id="rs_1"), ReasoningBlock("two", encrypted="E2", item_id="rs_2")]
 
 
 def test_incomplete_max_output_tokens_is_max_tokens() -> None:

@@ -1,0 +1,100 @@
+"""The finished blocks a ``block-end`` carries: text, reasoning (with what the provider needs back) and tool calls.
+
+A ``ToolCallBlock`` cannot be built without its identity; a ``ReasoningBlock``'s opaque parts are None or non-empty
+(docs/decisions/0028-reasoning-round-trip.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+__all__ = ["Block", "ReasoningBlock", "TextBlock", "ToolCallBlock", "block_from_json", "non_empty_str"]
+
+Json: TypeAlias = dict[str, Any]
+
+
+def non_empty_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be a non-empty string, got {value!r}: "
+            "a tool call is never assembled without its identity"
+        )
+
+
+@attrs.frozen
+class TextBlock:
+    text: str
+    type: ClassVar[Literal["text"]] = "text"
+
+    def to_json(self) -> Json:
+        return {"type": "text", "text": self.text}
+
+
+def _optional_non_empty(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name} must be None or a non-empty string, got {value!r:.40}"
+        )
+
+
+@attrs.frozen
+class ReasoningBlock:
+    """Chain of thought, with what the provider needs to have it back (docs/decisions/0028-reasoning-round-trip.md):
+
+    - ``signature``: the Messages API's signature over a ``thinking`` block's text;
+    - ``encrypted``: reasoning the provider keeps opaque: a Messages ``redacted_thinking`` block's ``data`` (then
+      ``text`` is ``""``), a Responses reasoning item's ``encrypted_content``;
+    - ``item_id``: the Responses reasoning item's ``id``.
+
+    Each is None when the wire did not give it, else a non-empty string, carried byte for byte and never shown.
+    """
+
+    text: str
+    signature: str | None = attrs.field(default=None, kw_only=True, validator=_optional_non_empty)
+    encrypted: str | None = attrs.field(default=None, kw_only=True, validator=_optional_non_empty)
+    item_id: str | None = attrs.field(default=None, kw_only=True, validator=_optional_non_empty)
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
+
+    @property
+    def opaque(self) -> bool:
+        """Whether the block carries something the provider must get back unchanged."""
+        return self.signature is not None or self.encrypted is not None or self.item_id is not None
+
+    def to_json(self) -> Json:
+        out: Json = {"type": "reasoning", "text": self.text}
+        for key in ("signature", "encrypted", "item_id"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@attrs.frozen
+class ToolCallBlock:
+    """A finished tool call. It cannot be constructed with an empty id or name."""
+
+    id: str = attrs.field(validator=non_empty_str)
+    name: str = attrs.field(validator=non_empty_str)
+    arguments: str
+    type: ClassVar[Literal["tool-call"]] = "tool-call"
+
+    def to_json(self) -> Json:
+        return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock
+
+
+def block_from_json(data: Mapping[str, Any]) -> Block:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(data["text"])
+    if kind == "reasoning":
+        return ReasoningBlock(data["text"], signature=data.get("signature"), encrypted=data.get("encrypted"),
+                              item_id=data.get("item_id"))
+    if kind == "tool-call":
+        return ToolCallBlock(data["id"], data["name"], data["arguments"])
+    raise ValueError(f"unknown block type {kind!r}")
