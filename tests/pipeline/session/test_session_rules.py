@@ -163,6 +163,18 @@ RULES = [
         "the tool call at content[0] must have a non-empty string name, got ''",
     ),
     Rule(
+        "assistant reasoning with an empty signature",
+        [user()],
+        assistant(1, 1, {"type": "reasoning", "text": "t", "signature": ""}, text()),
+        "the reasoning block at content[0] must have a non-empty string signature or none, got ''",
+    ),
+    Rule(
+        "assistant reasoning with non-string encrypted reasoning",
+        [user()],
+        assistant(1, 1, {"type": "reasoning", "text": "", "encrypted": 7}, text()),
+        "the reasoning block at content[0] must have a non-empty string encrypted or none, got 7",
+    ),
+    Rule(
         "assistant tool calls sharing an id",
         [user()],
         assistant(1, 1, call_block("c"), call_block("c")),
