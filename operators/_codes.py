@@ -22,6 +22,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
         ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, arguments, text, calls, error body)
         ├── CONTENT_FILTER ........ finish_reason "content_filter"
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
+        ├── PAUSE_TURN ............ a Messages stop_reason "pause_turn": the provider paused a long server-tool turn
         ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
         ├── ABORTED ............... the caller cancelled (an "aborted" finish, never retried)
         └── UNKNOWN ............... an unexpected exception inside the pipeline
@@ -56,6 +57,7 @@ class Code(StrEnum):
     LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
     CONTENT_FILTER = "CONTENT_FILTER"
     REFUSAL = "REFUSAL"
+    PAUSE_TURN = "PAUSE_TURN"
     ABORTED = "ABORTED"
     UNKNOWN = "UNKNOWN"
 
@@ -105,6 +107,12 @@ _ROWS = (
     ),
     CodeInfo(Code.CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
     CodeInfo(Code.REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),
+    CodeInfo(
+        Code.PAUSE_TURN,
+        False,
+        'a Messages stop_reason "pause_turn": the provider paused a long server-tool turn; continue it by sending the '
+        "answer back as the next assistant message (a retry would start it over)",
+    ),
     CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
     CodeInfo(Code.ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),
     CodeInfo(Code.UNKNOWN, False, "an unexpected exception inside the pipeline, reported with its type and message"),
