@@ -258,7 +258,7 @@ class _ParseMessages(SseFraming):
             out.append(WireChunk(usage=usage))
 
     def on_end(self, out: list[Signal]) -> None:
-        self._read_unterminated(out)
+        self.read_unterminated(out)
         if self.finished:
             return
         if self.saw_finish:
@@ -270,29 +270,6 @@ class _ParseMessages(SseFraming):
         else:
             self._emit_usage(out)
             out.append(Halt(Failure(Code.STREAM_CLOSED, "Messages stream ended before message_stop")))
-
-    def _read_unterminated(self, out: list[Signal]) -> None:
-        """The last event without its final blank line (the anthropic-sdk fixtures end so): its data is read when it
-        is a whole JSON value (a ``data:`` line cut mid-way is not), else discarded; ``unterminated-event`` either
-        way."""
-        data = list(self.data)
-        open_line = b"".join(self.pending)
-        if open_line[:5] == b"data:":
-            data.append(open_line[6:] if open_line[5:6] == b" " else open_line[5:])
-        elif open_line.strip() or self.head:
-            out.append(Anomaly("unterminated-event", None, "the bytes ended inside a line; discarded"))
-        self.data.clear()
-        self.pending.clear()
-        if not data:
-            return
-        payload = data[0] if len(data) == 1 else b"\n".join(data)
-        try:
-            msgspec.json.decode(payload)
-        except (msgspec.DecodeError, RecursionError):
-            out.append(Anomaly("unterminated-event", None, "the last event was cut; discarded"))
-            return
-        out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; read"))
-        self.dispatch(payload, out)
 
     _HANDLERS: ClassVar[dict[str, Callable[[_ParseMessages, dict[str, Any], list[Signal]], None]]] = {
         "message_start": _message_start,

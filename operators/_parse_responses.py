@@ -42,6 +42,7 @@ from ._responses_events import (
     READ_EVENTS,
     SERVER_TOOL_EVENT_PREFIXES,
     SERVER_TOOL_ITEMS,
+    Call,
     OutputItem,
     ResponseObject,
     ResponsesEvent,
@@ -49,6 +50,7 @@ from ._responses_events import (
     decode_kind,
     error_object,
     failed_error,
+    non_empty,
     tool_chunk,
     wire_usage,
 )
@@ -64,23 +66,6 @@ _OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-def _given(value: object) -> str | None:
-    return value if type(value) is str and value else None
-
-
-class _Call:
-    """What was passed on for one function_call item (its ``output_index``)."""
-
-    __slots__ = ("arguments", "deltas", "id", "name", "whole_sent")
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.name: str | None = None
-        self.deltas = 0
-        self.arguments: list[str] = []
-        self.whole_sent = False
-
-
 class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
@@ -88,7 +73,7 @@ class _ParseResponses(SseFraming):
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)
-        self.calls: dict[int, _Call] = {}
+        self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
 
@@ -162,7 +147,7 @@ class _ParseResponses(SseFraming):
             self._function_call(event.output_index, item, out, done=done)
         elif kind == "reasoning":
             if done:
-                out.append(ReasoningEnd(encrypted=_given(item.encrypted_content), item_id=_given(item.id)))
+                out.append(ReasoningEnd(encrypted=non_empty(item.encrypted_content), item_id=non_empty(item.id)))
         elif kind not in _OWN_ITEMS and not done:
             if kind in SERVER_TOOL_ITEMS:
                 out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
@@ -170,7 +155,7 @@ class _ParseResponses(SseFraming):
                 out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
-        item_id = _given(item.id)
+        item_id = non_empty(item.id)
         if output_index is not None:
             index = output_index
         elif item_id is not None and item_id in self.by_item_id:
@@ -180,7 +165,7 @@ class _ParseResponses(SseFraming):
         call = self.calls.get(index)
         fresh = call is None
         if call is None:
-            call = self.calls[index] = _Call()
+            call = self.calls[index] = Call()
         if item_id is not None:
             self.by_item_id.setdefault(item_id, index)
         new_id = self._identity(call, "id", item.call_id, index, out, done=done)
@@ -189,14 +174,14 @@ class _ParseResponses(SseFraming):
             out.append(tool_chunk(index, id=new_id, name=new_name))
         if done:
             self._whole_arguments(index, item.arguments, out)
-        elif _given(item.arguments) is not None:
+        elif non_empty(item.arguments) is not None:
             call.arguments = [item.arguments]  # given whole on added: sent once, at the first .done
 
-    def _identity(self, call: _Call, field: str, value: object, index: int, out: list[Signal], *,
+    def _identity(self, call: Call, field: str, value: object, index: int, out: list[Signal], *,
                   done: bool) -> object:
         """The value to pass on for ``field`` (UNSET: nothing new)."""
         known = call.id if field == "id" else call.name
-        given = _given(value)
+        given = non_empty(value)
         if known is None:
             if given is not None:
                 if field == "id":
@@ -214,7 +199,7 @@ class _ParseResponses(SseFraming):
     def _index_of(self, event: ResponsesEvent, out: list[Signal]) -> int | None:
         if event.output_index is not None:
             return event.output_index
-        item_id = _given(event.item_id)
+        item_id = non_empty(event.item_id)
         if item_id is not None and item_id in self.by_item_id:
             return self.by_item_id[item_id]
         self._once("unmatched-arguments", out, "unmatched-arguments",
@@ -227,7 +212,7 @@ class _ParseResponses(SseFraming):
             return
         call = self.calls.get(index)
         if call is None:  # arguments before (or without) their item: the call opens unidentified
-            call = self.calls[index] = _Call()
+            call = self.calls[index] = Call()
         if not call.deltas:
             call.arguments = []
         call.deltas += 1
@@ -237,9 +222,9 @@ class _ParseResponses(SseFraming):
     def _whole_arguments(self, index: int, arguments: object, out: list[Signal]) -> None:
         call = self.calls.get(index)
         if call is None:
-            call = self.calls[index] = _Call()
+            call = self.calls[index] = Call()
             out.append(tool_chunk(index))
-        given = _given(arguments)
+        given = non_empty(arguments)
         if call.deltas:
             if given is not None and given != "".join(call.arguments):
                 self._once(f"arguments-{index}", out, "arguments-mismatch",
@@ -288,17 +273,9 @@ class _ParseResponses(SseFraming):
                                              "data arrived after the terminal event; it was not read"))
 
     def on_end(self, out: list[Signal]) -> None:
-        open_line = b"".join(self.pending).strip()
-        self.pending.clear()
-        if open_line[:5] == b"data:":
-            self.data.append(open_line[5:].lstrip(b" "))
-        if self.data:  # the last event had no terminating blank line: read it (as the Messages fixtures need)
-            payload = b"\n".join(self.data)
-            self.data.clear()
-            out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; read"))
-            self.dispatch(payload, out)
-            if self.finished:
-                return
+        self.read_unterminated(out)
+        if self.finished:
+            return
         out.append(Halt(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event")))
 
 

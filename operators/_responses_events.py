@@ -31,11 +31,13 @@ __all__ = [
     "READ_EVENTS",
     "SERVER_TOOL_EVENT_PREFIXES",
     "SERVER_TOOL_ITEMS",
+    "Call",
     "ResponsesEvent",
     "decode_event",
     "decode_kind",
     "error_object",
     "failed_error",
+    "non_empty",
     "tool_chunk",
     "wire_usage",
 ]
@@ -243,3 +245,21 @@ READ_EVENTS = frozenset(
 def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
     call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
     return wire_chunk(WireDelta(tool_calls=[call]))
+
+
+def non_empty(value: object) -> str | None:
+    """A non-empty string, else None."""
+    return value if type(value) is str and value else None
+
+
+class Call:
+    """What was passed on for one function_call item (its ``output_index``)."""
+
+    __slots__ = ("arguments", "deltas", "id", "name", "whole_sent")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.deltas = 0
+        self.arguments: list[str] = []
+        self.whole_sent = False

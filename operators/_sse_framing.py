@@ -11,6 +11,8 @@ stage, the same whatever the split. Framing is linear: an open line is kept as a
 
 from __future__ import annotations
 
+import msgspec
+
 from ._chunks import Anomaly
 from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
 from ._signals import Done, Halt, Signal
@@ -152,6 +154,29 @@ class SseFraming(BaseStage[bytes, Signal]):
 
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         raise NotImplementedError
+
+    def read_unterminated(self, out: list[Signal]) -> None:
+        """For a format whose payloads are JSON, at the end of the bytes: the last event without its final blank line
+        (the anthropic-sdk fixtures end so, and many recorded files) is dispatched when its data is a whole JSON
+        value; a ``data:`` line cut mid-way is discarded; an ``unterminated-event`` anomaly either way."""
+        data = list(self.data)
+        open_line = b"".join(self.pending)
+        if open_line[:5] == b"data:":
+            data.append(open_line[6:] if open_line[5:6] == b" " else open_line[5:])
+        elif open_line.strip() or self.head:
+            out.append(Anomaly("unterminated-event", None, "the bytes ended inside a line; discarded"))
+        self.data.clear()
+        self.pending.clear()
+        if not data:
+            return
+        payload = data[0] if len(data) == 1 else b"\n".join(data)
+        try:
+            msgspec.json.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            out.append(Anomaly("unterminated-event", None, "the last event was cut; discarded"))
+            return
+        out.append(Anomaly("unterminated-event", None, "the last event had no terminating blank line; read"))
+        self.dispatch(payload, out)
 
     def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
         remaining.append(rest)

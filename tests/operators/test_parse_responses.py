@@ -291,6 +291,14 @@ def test_an_unterminated_terminal_event_is_still_read() -> None:
     assert "unterminated-event" in anomalies(out)
 
 
+def test_a_terminal_event_cut_mid_json_is_discarded_and_the_stream_closed() -> None:
+    cut = completed()[:-12]
+    out = chunks(text("hi"), cut)
+
+    assert finish_of(out).reason.code == Code.STREAM_CLOSED
+    assert "unterminated-event" in anomalies(out)
+
+
 def test_malformed_payload_halts_with_malformed_response() -> None:
     [halt] = [s for s in signals(b"data: {not json\n\n") if isinstance(s, Halt)]
 
