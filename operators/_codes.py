@@ -23,6 +23,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
         ├── CONTENT_FILTER ........ finish_reason "content_filter"
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
         ├── PAUSE_TURN ............ a Messages stop_reason "pause_turn": the provider paused a long server-tool turn
+        ├── UNSUPPORTED_OUTPUT .... a response asking the client to act on an item the protocol cannot carry
         ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
         ├── ABORTED ............... the caller cancelled (an "aborted" finish, never retried)
         └── UNKNOWN ............... an unexpected exception inside the pipeline
@@ -58,6 +59,7 @@ class Code(StrEnum):
     CONTENT_FILTER = "CONTENT_FILTER"
     REFUSAL = "REFUSAL"
     PAUSE_TURN = "PAUSE_TURN"
+    UNSUPPORTED_OUTPUT = "UNSUPPORTED_OUTPUT"
     ABORTED = "ABORTED"
     UNKNOWN = "UNKNOWN"
 
@@ -112,6 +114,12 @@ _ROWS = (
         False,
         'a Messages stop_reason "pause_turn": the provider paused a long server-tool turn; continue it by sending the '
         "answer back as the next assistant message (a retry would start it over)",
+    ),
+    CodeInfo(
+        Code.UNSUPPORTED_OUTPUT,
+        False,
+        "a Responses output item the client must act on that is not a function call (custom_tool_call, "
+        "local_shell_call, computer_call, mcp_approval_request...): the same request would get it again",
     ),
     CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
     CodeInfo(Code.ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),

@@ -16,7 +16,9 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   ``output_item.done`` with no delta before, as LM Studio sends) are emitted once, at the first of them.
 - Server-side tool items (``web_search_call``, ``code_interpreter_call``, ``mcp_call``...) are a ``server-tool``
   anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``...) ``unsupported-item``;
-  unknown events ``unknown-event``. None of them is an error.
+  unknown events ``unknown-event``. None of them is an error, except that a response completing with an
+  unsupported item (the model waits for the client to act on it) ends, after its usage, with the error
+  ``UNSUPPORTED_OUTPUT`` naming the items, not retried (decision 0025).
 - ``response.completed`` -> finish ``stop`` (``tool_calls`` when a function_call item was seen);
   ``response.incomplete`` -> ``length`` for ``max_output_tokens``, ``content_filter``, else the reason itself;
   each with the terminal response's usage, then ``Done``. ``response.failed`` -> its usage, then ``Halt`` with
@@ -69,13 +71,14 @@ _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"
 class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
-    __slots__ = ("by_item_id", "calls", "reported")
+    __slots__ = ("by_item_id", "calls", "reported", "unsupported")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
+        self.unsupported: list[str] = []  # the kinds of client-side items the protocol cannot carry
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
@@ -153,6 +156,8 @@ class _ParseResponses(SseFraming):
                 out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
             else:
                 out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
+                if kind not in self.unsupported:
+                    self.unsupported.append(kind[:60])
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
         item_id = non_empty(item.id)
@@ -246,6 +251,11 @@ class _ParseResponses(SseFraming):
         return chunk
 
     def _terminal(self, kind: str, response: ResponseObject | None, out: list[Signal]) -> None:
+        if self.unsupported:
+            self._usage(response, out)
+            items = ", ".join(self.unsupported)
+            message = f"the response asks the client to act on {items}; only function calls are assembled"
+            return self._halt(Failure(Code.UNSUPPORTED_OUTPUT, message), out)
         if kind == "response.completed":
             reason = "tool_calls" if self.calls else "stop"
         else:

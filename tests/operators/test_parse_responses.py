@@ -326,6 +326,21 @@ def test_server_tools_are_anomalies_not_tool_calls(item_type: str) -> None:
     assert item_type in anomaly.detail
 
 
+@pytest.mark.parametrize("item_type", ["custom_tool_call", "local_shell_call", "mcp_approval_request"])
+def test_a_response_waiting_on_an_item_it_cannot_carry_ends_unsupported_output_after_its_usage(item_type: str) -> None:
+    item = {"type": item_type, "id": "it_1", "call_id": "call_1", "name": "x"}
+    out = chunks(text("Running it."), ev("response.output_item.added", output_index=1, item=item),
+                 ev("response.output_item.done", output_index=1, item=item), completed())
+
+    finish = finish_of(out)
+    assert finish.reason.code == Code.UNSUPPORTED_OUTPUT
+    assert finish.reason.failure is not None and item_type in finish.reason.failure.message
+    assert isinstance(out[-2], UsageChunk)
+    assert not any(isinstance(c, BlockEnd) for c in out)
+    assert "unsupported-item" in anomalies(out)
+    assert Code.UNSUPPORTED_OUTPUT not in pipeline.RetryPolicy().retryable_codes
+
+
 def test_unknown_events_are_anomalies() -> None:
     out = chunks(text("a"), ev("response.brand_new.delta", delta="?"), text("b"), completed())
 

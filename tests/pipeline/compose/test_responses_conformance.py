@@ -4,8 +4,10 @@ Each stream runs through ``parse_responses_sse`` and the unchanged rule chain. T
 calls must equal its ``.expected.json`` (``tool_calls[].id`` is the ``call_id``); the finish and the usage must agree
 with its ``stop_reason`` and ``usage`` through the mapping of docs/decisions/0025-responses-format.md:
 
-    response.completed                          -> stop, tool-calls when a function_call was made, and
-                                                   EMPTY_RESPONSE when no block opened (classify_finish's rule)
+    response.completed                          -> stop, tool-calls when a function_call was made,
+                                                   EMPTY_RESPONSE when no block opened (classify_finish's rule),
+                                                   UNSUPPORTED_OUTPUT with a client-side item that is not a
+                                                   function call (custom_tool_call, local_shell_call, ...)
     response.incomplete max_output_tokens       -> max-tokens
     response.failed / an error event            -> error: insufficient_quota QUOTA, rate_limit_exceeded RATE_LIMIT,
                                                    server_error SERVER, carrying the provider's message
@@ -107,6 +109,12 @@ def test_assembled_message_matches_expected(path: Path) -> None:
     ]
 
 
+# Client-side items the model waits on that are not function calls (written out here from the Responses API
+# reference, not borrowed from the parser).
+CLIENT_SIDE_ITEMS = frozenset({"custom_tool_call", "local_shell_call", "computer_call", "mcp_approval_request",
+                               "shell_call", "apply_patch_call"})
+
+
 @pytest.mark.parametrize("path", _params(xfail=False))
 def test_finish_and_usage_agree_with_the_wire(path: Path) -> None:
     expected = _expected(path)
@@ -123,10 +131,12 @@ def test_finish_and_usage_agree_with_the_wire(path: Path) -> None:
         assert message.finish == FinishReason("max-tokens")
     else:
         assert stop["terminal_event"] == "response.completed"
-        if expected["tool_calls"]:
+        if set(expected.get("other_output_item_types", ())) & CLIENT_SIDE_ITEMS:
+            assert message.finish.code == Code.UNSUPPORTED_OUTPUT
+        elif expected["tool_calls"]:
             assert message.finish == FinishReason("tool-calls")
         elif expected["text"] or expected["reasoning"]:
             assert message.finish == FinishReason("stop")
-        else:  # only items the protocol does not carry (custom_tool_call, local_shell_call, mcp_approval_request)
+        else:
             assert message.finish.code == Code.EMPTY_RESPONSE
     assert message.usage == _expected_usage(expected["usage"])
