@@ -28,6 +28,7 @@ from .._json import dumps
 from ._message_events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvents, anthropic_error
 from ._profiles import Profile
 from ._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
+from ._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
 from ._sse import Event, stream_script
 from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
@@ -39,11 +40,13 @@ __all__ = [
     "anthropic_error",
     "clean",
     "clean_tool",
+    "cut_after_stop",
     "drop_mid_stream",
     "error_midstream",
     "never_identified",
     "rate_limit",
     "seed_bug",
+    "thinking_tool",
 ]
 
 def _text_events(m: MessageEvents, pieces: tuple[str, ...] = CLEAN_TEXT) -> list[Event]:
@@ -96,6 +99,31 @@ def never_identified(options: ScriptOptions) -> Script:
     return stream_script(events, options)
 
 
+# -- thinking that a tool loop must send back
+
+
+def thinking_tool(options: ScriptOptions) -> Script:
+    """A signed ``thinking`` block, a ``redacted_thinking`` block, then a ``tool_use``; the follow-up request is
+    checked by ``_sent_back.check_thinking_sent_back`` (see ``_formats.py``)."""
+    m = MessageEvents(options)
+    events = [
+        m.start(),
+        m.block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        m.ping(),
+        *(m.delta(0, {"type": "thinking_delta", "thinking": t}) for t in THINKING_PIECES),
+        m.delta(0, {"type": "signature_delta", "signature": SIGNATURE}),
+        m.block_stop(0),
+        m.block_start(1, {"type": "redacted_thinking", "data": REDACTED_DATA}),
+        m.block_stop(1),
+        m.tool_block(2, m.tool_id(0)),
+        m.json(2, ""),
+        *(m.json(2, f) for f in WEATHER_ARGUMENTS),
+        m.block_stop(2),
+        *m.end("tool_use", len(THINKING_PIECES) + len(WEATHER_ARGUMENTS) + 1),
+    ]
+    return stream_script(events, options)
+
+
 # -- faults
 
 
@@ -111,6 +139,15 @@ def drop_mid_stream(options: ScriptOptions) -> Script:
     m = MessageEvents(options)
     script = stream_script(_text_events(m, CLEAN_TEXT[:2]), options)
     return attrs.evolve(script, steps=(*script.steps, Cut("drop-mid-stream")))
+
+
+def cut_after_stop(options: ScriptOptions) -> Script:
+    """The clean text through ``message_delta`` (stop reason ``end_turn``, usage); then the body ends and the server
+    closes the connection (``connection: close``) without ``message_stop``: the twin of chat's ``no-done``."""
+    m = MessageEvents(options)
+    events = [*_text_events(m), m.block_stop(0), *m.end("end_turn", len(CLEAN_TEXT))[:-1]]
+    script = stream_script(events, options)
+    return attrs.evolve(script, headers={**script.headers, "connection": "close"})
 
 
 def rate_limit(options: ScriptOptions) -> Script:
@@ -130,6 +167,18 @@ _REGISTRY: tuple[Profile, ...] = (
         "drop-mid-stream",
         "two text deltas, then the connection is cut (no message_delta, no message_stop)",
         drop_mid_stream,
+    ),
+    Profile(
+        "cut-after-stop",
+        "clean text through message_delta end_turn with usage, then the body ends and the connection closes "
+        "(no message_stop)",
+        cut_after_stop,
+    ),
+    Profile(
+        "thinking-tool",
+        "a signed thinking block, a redacted_thinking block, then tool_use get_weather; the follow-up must send "
+        "the three blocks back unmodified (else 400), then a final text answer",
+        thinking_tool,
     ),
     Profile("rate-limit", "HTTP 429 rate_limit_error with Retry-After (retry_after, default 2)", rate_limit),
     Profile(

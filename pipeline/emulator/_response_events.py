@@ -13,6 +13,7 @@ import itertools
 
 from .._json import dumps
 from ._script import ScriptOptions
+from ._sent_back import ENCRYPTED_ADDED, ENCRYPTED_CONTENT, REASONING_ID
 from ._sse import Event, Json, raw_event
 from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
@@ -183,3 +184,29 @@ class ResponseEvents:
 
     def item_done(self, item: Json) -> Event:
         return self.event("response.output_item.done", {"output_index": self.call_index, "item": item})
+
+    # -- a reasoning item (always at output_index 0)
+
+    @staticmethod
+    def reasoning(summary: str | None, encrypted_content: str = ENCRYPTED_CONTENT) -> Json:
+        """The ``reasoning`` item; ``summary=None`` gives the empty summary of ``output_item.added``."""
+        parts = [] if summary is None else [{"type": "summary_text", "text": summary}]
+        return {"id": REASONING_ID, "type": "reasoning", "encrypted_content": encrypted_content, "summary": parts}
+
+    def reasoning_events(self, pieces: tuple[str, ...]) -> list[Event]:
+        """A reasoning item whose one summary part is streamed in ``pieces``, then done with its encrypted content."""
+        where = {"item_id": REASONING_ID, "output_index": 0, "summary_index": 0}
+        part = {"type": "summary_text", "text": ""}
+        text = "".join(pieces)
+        added = {"output_index": 0, "item": self.reasoning(None, ENCRYPTED_ADDED)}
+        events = [
+            self.event("response.output_item.added", added),
+            self.event("response.reasoning_summary_part.added", {**where, "part": part}),
+        ]
+        events.extend(self.event("response.reasoning_summary_text.delta", {**where, "delta": p}) for p in pieces)
+        return [
+            *events,
+            self.event("response.reasoning_summary_text.done", {**where, "text": text}),
+            self.event("response.reasoning_summary_part.done", {**where, "part": {**part, "text": text}}),
+            self.event("response.output_item.done", {"output_index": 0, "item": self.reasoning(text)}),
+        ]

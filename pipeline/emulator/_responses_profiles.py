@@ -27,6 +27,7 @@ from . import _error_profiles as http
 from ._profiles import Profile
 from ._response_events import ARGUMENTS, CACHED_TOKENS, CLEAN, REASONING_TOKENS, ResponseEvents
 from ._script import Cut, Script, ScriptOptions
+from ._sent_back import SUMMARY, SUMMARY_PIECES
 from ._sse import Event, stream_script
 from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
@@ -41,6 +42,7 @@ __all__ = [
     "error_midstream",
     "late_id",
     "never_identified",
+    "reasoning_tool",
     "rotated_ids",
     "seed_bug",
 ]
@@ -115,6 +117,22 @@ def rotated_ids(options: ScriptOptions) -> Script:
     return stream_script(events, options)
 
 
+# -- reasoning that a tool loop must send back
+
+
+def reasoning_tool(options: ScriptOptions) -> Script:
+    """A ``reasoning`` item (summary streamed, ``encrypted_content`` on done), then a function call; the follow-up
+    request is checked by ``_sent_back.check_reasoning_sent_back`` (see ``_formats.py``)."""
+    r = ResponseEvents(options)
+    events = [*r.opening(), *r.reasoning_events(SUMMARY_PIECES)]
+    r.call_index = 1
+    done = r.call(ARGUMENTS)
+    events.extend([r.added(r.call("", "in_progress")), *(r.arguments(f) for f in WEATHER_ARGUMENTS)])
+    events.extend([r.arguments_done(), r.item_done(done)])
+    events.append(r.completed([r.reasoning(SUMMARY), done], len(SUMMARY_PIECES) + len(WEATHER_ARGUMENTS)))
+    return stream_script(events, options)
+
+
 # -- faults
 
 
@@ -156,6 +174,12 @@ _REGISTRY: tuple[Profile, ...] = (
     ),
     Profile(
         "drop-mid-stream", "half of a clean stream, then the connection is cut (no response.completed)", drop_mid_stream
+    ),
+    Profile(
+        "reasoning-tool",
+        "a reasoning item (summary, encrypted_content) then a function_call; the follow-up must send the reasoning "
+        "item back before the function_call (else 400), then a final text answer",
+        reasoning_tool,
     ),
     Profile("rate-limit", "HTTP 429 rate_limit_exceeded with Retry-After (retry_after, default 2)", http.rate_limit),
     Profile(
