@@ -1,4 +1,5 @@
-"""``llm-stream emulate [--port P] [--host H]``: the fault-injecting gateway emulator in the foreground."""
+"""``llm-stream emulate [--port P] [--host H]``: the fault-injecting gateway emulator in the foreground (chat
+completions, Messages and Responses; its first line counts the profiles per format)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ Everything else here imports and works without it. To add a profile, see ``pipel
 
 It also speaks two more streaming APIs, each with its own profiles: ``POST /v1/messages`` (Anthropic Messages,
 ``_messages_profiles.py``) and ``POST /v1/responses`` (OpenAI Responses, ``_responses_profiles.py``), routed by
-``_formats.py``; see docs/emulator-formats.md.
+``_formats.py``; see docs/emulator-formats.md. ``GET /v1/models`` lists every format's profiles
+(``emulator/<profile>``, ``emulator/messages/<profile>``, ``emulator/responses/<profile>``).
 """
 
 from __future__ import annotations

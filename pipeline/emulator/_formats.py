@@ -4,20 +4,24 @@
     POST /v1/responses   (also /responses)    OpenAI Responses streaming            ``RESPONSES_PROFILES``
 
 The profile is chosen as for chat (``_routing.py``): the ``x-emulator-profile`` header (or ``?profile=``), else the
-model ``"emulator/<profile>"`` or a bare ``"<profile>"`` of that format, else ``EmulatorConfig.default_profile`` when
+model ``"emulator/<format>/<profile>"`` (as ``GET /v1/models`` lists it, ``listed_models``), ``"emulator/<profile>"``
+or a bare ``"<profile>"`` of that format, else ``EmulatorConfig.default_profile`` when
 the format has it, else ``clean``. A profile the format does not have is a 404 naming the format. The knobs
 ``x-emulator-fail-first`` / ``x-emulator-then`` / ``x-emulator-key``, ``x-emulator-drip-ms`` and
 ``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so
 chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
 while the request has no assistant turn (Messages: no ``assistant`` message; Responses: no assistant message,
-``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. These formats are stream
-only: a request without ``"stream": true`` is a 400. Errors are answered in each API's own error shape.
+``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. ``thinking-tool``
+(Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then, once
+``_sent_back.py`` has checked that the request sends the thinking / reasoning back as it was sent (a 400 if not), the
+``clean`` text. These formats are stream only: a request without ``"stream": true`` is a 400. Errors are answered in
+each API's own error shape.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -25,16 +29,28 @@ import attrs
 
 from ._errors import RequestError, error_body
 from ._messages_profiles import MESSAGES_PROFILES, anthropic_error
-from ._profiles import Profile
+from ._profiles import PROFILES, Profile
 from ._responses_profiles import RESPONSES_PROFILES
 from ._routing import Knobs, script_options
 from ._script import Script
+from ._sent_back import check_reasoning_sent_back, check_thinking_sent_back
 from ._state import EmulatorConfig, EmulatorState
 
-__all__ = ["FORMATS", "ApiFormat", "choose_format_profile", "format_error", "format_script"]
+__all__ = [
+    "FORMATS",
+    "ApiFormat",
+    "choose_format_profile",
+    "format_error",
+    "format_script",
+    "listed_models",
+    "profile_summary",
+]
 
 _TURNS = frozenset({"function_call", "function_call_output"})
 _ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
+_SENT_BACK: Mapping[str, Callable[[Mapping[str, Any]], None]] = MappingProxyType(
+    {"thinking-tool": check_thinking_sent_back, "reasoning-tool": check_reasoning_sent_back}
+)
 
 
 @attrs.frozen
@@ -51,6 +67,11 @@ class ApiFormat:
     input_field: str
     """The request field whose size estimates ``input_tokens``."""
 
+    @property
+    def model_prefix(self) -> str:
+        """``"emulator/<format>/"``: the prefix of this format's model ids in ``GET /v1/models``."""
+        return f"emulator/{self.name}/"
+
 
 FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
     {
@@ -58,6 +79,21 @@ FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
         "responses": ApiFormat("responses", "the OpenAI Responses format", RESPONSES_PROFILES, "resp", "input"),
     }
 )
+
+
+def listed_models() -> list[str]:
+    """The model ids ``GET /v1/models`` lists: ``emulator/<profile>`` per chat profile, then
+    ``emulator/messages/<profile>`` and ``emulator/responses/<profile>``; each selects its profile on its endpoint."""
+    ids = [f"emulator/{name}" for name in PROFILES]
+    for api in FORMATS.values():
+        ids.extend(api.model_prefix + name for name in api.profiles)
+    return ids
+
+
+def profile_summary() -> str:
+    """How many profiles each format has: ``"32 chat, 10 Messages, 10 Responses profiles"``."""
+    counts = [f"{len(PROFILES)} chat", *(f"{len(api.profiles)} {api.name.title()}" for api in FORMATS.values())]
+    return ", ".join(counts) + " profiles"
 
 
 def _check(api: ApiFormat, name: str, what: str) -> None:
@@ -79,19 +115,24 @@ def choose_format_profile(
     name = knobs.text("x-emulator-profile", "profile")
     model = body.get("model")
     if name is None and isinstance(model, str):
-        if model.startswith("emulator/"):
+        if model.startswith(api.model_prefix):
+            name = model.removeprefix(api.model_prefix)
+        elif model.startswith("emulator/"):
             name = model.removeprefix("emulator/")
         elif model in api.profiles:
             name = model
     if not name:
         name = config.default_profile if config.default_profile in api.profiles else "clean"
     _check(api, name, "profile")
-    if name == "agent":
-        name = "seed-bug" if _agent_step(body) == 0 else "clean"
     if body.get("stream") is not True:
         raise RequestError(
             400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
         )
+    if name == "agent":
+        name = "seed-bug" if _agent_step(body) == 0 else "clean"
+    elif name in _SENT_BACK and _agent_step(body) > 0:
+        _SENT_BACK[name](body)  # the follow-up of a tool loop: what it must send back, checked (400 if not)
+        name = "clean"
     fail_first = knobs.integer("x-emulator-fail-first", "fail_first")
     if not fail_first:
         return name

@@ -1,7 +1,7 @@
 """The Starlette app: the HTTP face of the emulator (needs the ``emulator`` extra).
 
     POST /v1/chat/completions   (also /chat/completions)   a scripted stream, chosen per request (``_routing.py``)
-    GET  /v1/models             (also /models)             one model "emulator/<profile>" per profile
+    GET  /v1/models             (also /models)             a model per profile of each format (``listed_models``)
     POST /v1/messages           (also /messages)           Anthropic Messages streaming (``_formats.py``)
     POST /v1/responses          (also /responses)          OpenAI Responses streaming (``_formats.py``)
 
@@ -25,8 +25,8 @@ from starlette.types import Receive, Scope, Send
 
 from ._completion import completion
 from ._errors import ConnectionCutError, RequestError, error_body
-from ._formats import FORMATS, choose_format_profile, format_error, format_script
-from ._profiles import PROFILES, build_script
+from ._formats import FORMATS, choose_format_profile, format_error, format_script, listed_models
+from ._profiles import build_script
 from ._routing import Knobs, choose_profile, request_script, script_options
 from ._script import Pause, Script, Write
 from ._state import EmulatorConfig, EmulatorState, RecordedRequest
@@ -142,8 +142,8 @@ class Gateway:
 
     async def models(self, request: Request) -> Response:
         data = [
-            {"id": f"emulator/{name}", "object": "model", "created": 0, "owned_by": "llm-stream-emulator"}
-            for name in PROFILES
+            {"id": model, "object": "model", "created": 0, "owned_by": "llm-stream-emulator"}
+            for model in listed_models()
         ]
         return JSONResponse({"object": "list", "data": data})
 

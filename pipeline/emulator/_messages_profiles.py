@@ -13,21 +13,23 @@ A clean stream, as the Messages API sends it::
 A tool call is a ``tool_use`` block (``id``, ``name``, ``input: {}`` in ``content_block_start``, the arguments in
 ``input_json_delta`` fragments). Usage: ``input_tokens`` excludes the cache, ``cache_read_input_tokens`` =
 ``CACHE_READ_TOKENS``, ``cache_creation_input_tokens`` = ``CACHE_WRITE_TOKENS``, on every stream that ends.
-Each function takes ``ScriptOptions`` and returns a ``Script``; ``MESSAGES_PROFILES`` names them.
+Each function takes ``ScriptOptions`` and returns a ``Script`` (events built by ``MessageEvents``,
+``_message_events.py``); ``MESSAGES_PROFILES`` names them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 import attrs
 
 from .._json import dumps
+from ._message_events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvents, anthropic_error
 from ._profiles import Profile
 from ._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
-from ._sse import Event, Json, raw_event, stream_script
+from ._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
+from ._sse import Event, stream_script
 from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
 __all__ = [
@@ -38,101 +40,14 @@ __all__ = [
     "anthropic_error",
     "clean",
     "clean_tool",
+    "cut_after_stop",
     "drop_mid_stream",
     "error_midstream",
     "never_identified",
     "rate_limit",
     "seed_bug",
+    "thinking_tool",
 ]
-
-CACHE_READ_TOKENS = 16
-"""``cache_read_input_tokens`` of every Messages stream."""
-CACHE_WRITE_TOKENS = 8
-"""``cache_creation_input_tokens`` of every Messages stream."""
-
-
-def anthropic_error(error_type: str, message: str) -> Json:
-    """``{"type": "error", "error": {"type", "message"}}``: the Messages API's error shape (HTTP and in-band)."""
-    return {"type": "error", "error": {"type": error_type, "message": message}}
-
-
-class MessageEvents:
-    """Builds the events of one Messages stream (one message id, model and usage)."""
-
-    def __init__(self, options: ScriptOptions) -> None:
-        self.options = options
-        self.message_id = "msg_emu" + options.completion_id[-24:]
-
-    def tool_id(self, n: int) -> str:
-        return f"toolu_emu{n}_{self.message_id[-12:]}"
-
-    @staticmethod
-    def event(name: str, payload: Json) -> Event:
-        return raw_event(f"event: {name}", f"data: {dumps(payload)}")
-
-    def usage(self, output_tokens: int) -> Json:
-        return {
-            "input_tokens": self.options.prompt_tokens,
-            "cache_creation_input_tokens": CACHE_WRITE_TOKENS,
-            "cache_read_input_tokens": CACHE_READ_TOKENS,
-            "output_tokens": output_tokens,
-        }
-
-    def start(self) -> Event:
-        message: Json = {
-            "id": self.message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": self.options.model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {**self.usage(1), "service_tier": "standard"},
-        }
-        return self.event("message_start", {"type": "message_start", "message": message})
-
-    def ping(self) -> Event:
-        return self.event("ping", {"type": "ping"})
-
-    def block_start(self, index: int, block: Json) -> Event:
-        return self.event(
-            "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
-        )
-
-    def text_block(self, index: int) -> Event:
-        return self.block_start(index, {"type": "text", "text": ""})
-
-    def tool_block(self, index: int, tool_id: str | None, name: str | None = "get_weather", **extra: Any) -> Event:
-        """A ``tool_use`` block start; ``tool_id=None`` leaves the ``id`` out."""
-        block: Json = {"type": "tool_use"}
-        if tool_id is not None:
-            block["id"] = tool_id
-        block["name"] = name
-        block["input"] = {}
-        block.update(extra)
-        return self.block_start(index, block)
-
-    def delta(self, index: int, delta: Json) -> Event:
-        return self.event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-
-    def text(self, index: int, text: str) -> Event:
-        return self.delta(index, {"type": "text_delta", "text": text})
-
-    def json(self, index: int, fragment: str) -> Event:
-        return self.delta(index, {"type": "input_json_delta", "partial_json": fragment})
-
-    def block_stop(self, index: int) -> Event:
-        return self.event("content_block_stop", {"type": "content_block_stop", "index": index})
-
-    def end(self, stop_reason: str, output_tokens: int) -> list[Event]:
-        """``message_delta`` with the stop reason and the final usage, then ``message_stop``."""
-        delta = {"stop_reason": stop_reason, "stop_sequence": None}
-        payload = {"type": "message_delta", "delta": delta, "usage": self.usage(output_tokens)}
-        return [self.event("message_delta", payload), self.event("message_stop", {"type": "message_stop"})]
-
-    def error(self, error_type: str, message: str) -> Event:
-        return self.event("error", anthropic_error(error_type, message))
-
 
 def _text_events(m: MessageEvents, pieces: tuple[str, ...] = CLEAN_TEXT) -> list[Event]:
     return [m.start(), m.text_block(0), m.ping(), *(m.text(0, t) for t in pieces)]
@@ -184,6 +99,31 @@ def never_identified(options: ScriptOptions) -> Script:
     return stream_script(events, options)
 
 
+# -- thinking that a tool loop must send back
+
+
+def thinking_tool(options: ScriptOptions) -> Script:
+    """A signed ``thinking`` block, a ``redacted_thinking`` block, then a ``tool_use``; the follow-up request is
+    checked by ``_sent_back.check_thinking_sent_back`` (see ``_formats.py``)."""
+    m = MessageEvents(options)
+    events = [
+        m.start(),
+        m.block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        m.ping(),
+        *(m.delta(0, {"type": "thinking_delta", "thinking": t}) for t in THINKING_PIECES),
+        m.delta(0, {"type": "signature_delta", "signature": SIGNATURE}),
+        m.block_stop(0),
+        m.block_start(1, {"type": "redacted_thinking", "data": REDACTED_DATA}),
+        m.block_stop(1),
+        m.tool_block(2, m.tool_id(0)),
+        m.json(2, ""),
+        *(m.json(2, f) for f in WEATHER_ARGUMENTS),
+        m.block_stop(2),
+        *m.end("tool_use", len(THINKING_PIECES) + len(WEATHER_ARGUMENTS) + 1),
+    ]
+    return stream_script(events, options)
+
+
 # -- faults
 
 
@@ -199,6 +139,15 @@ def drop_mid_stream(options: ScriptOptions) -> Script:
     m = MessageEvents(options)
     script = stream_script(_text_events(m, CLEAN_TEXT[:2]), options)
     return attrs.evolve(script, steps=(*script.steps, Cut("drop-mid-stream")))
+
+
+def cut_after_stop(options: ScriptOptions) -> Script:
+    """The clean text through ``message_delta`` (stop reason ``end_turn``, usage); then the body ends and the server
+    closes the connection (``connection: close``) without ``message_stop``: the twin of chat's ``no-done``."""
+    m = MessageEvents(options)
+    events = [*_text_events(m), m.block_stop(0), *m.end("end_turn", len(CLEAN_TEXT))[:-1]]
+    script = stream_script(events, options)
+    return attrs.evolve(script, headers={**script.headers, "connection": "close"})
 
 
 def rate_limit(options: ScriptOptions) -> Script:
@@ -218,6 +167,18 @@ _REGISTRY: tuple[Profile, ...] = (
         "drop-mid-stream",
         "two text deltas, then the connection is cut (no message_delta, no message_stop)",
         drop_mid_stream,
+    ),
+    Profile(
+        "cut-after-stop",
+        "clean text through message_delta end_turn with usage, then the body ends and the connection closes "
+        "(no message_stop)",
+        cut_after_stop,
+    ),
+    Profile(
+        "thinking-tool",
+        "a signed thinking block, a redacted_thinking block, then tool_use get_weather; the follow-up must send "
+        "the three blocks back unmodified (else 400), then a final text answer",
+        thinking_tool,
     ),
     Profile("rate-limit", "HTTP 429 rate_limit_error with Retry-After (retry_after, default 2)", rate_limit),
     Profile(

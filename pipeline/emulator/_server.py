@@ -12,11 +12,11 @@ from starlette.applications import Starlette
 
 from .._serve import BackgroundServer, bind, serve, url_of, uvicorn_config
 from ._errors import ConnectionCutError
+from ._formats import profile_summary
 from ._gateway import Gateway
-from ._profiles import PROFILES
 from ._state import EmulatorConfig, EmulatorState
 
-__all__ = ["Emulator", "run_emulator"]
+__all__ = ["Emulator", "run_emulator", "start_line"]
 
 
 class _QuietCuts(logging.Filter):
@@ -68,12 +68,16 @@ class Emulator(BackgroundServer):
         return _Server(uvicorn_config(self._gateway.app, embedded=True), self._gateway)
 
 
+def start_line(base: str) -> str:
+    """The line ``run_emulator`` (``llm-stream emulate``) starts with: the base URL and the profiles per format."""
+    return f"llm-stream emulator: base_url {base}/v1 ({profile_summary()}). Ctrl-C stops it."
+
+
 def run_emulator(host: str = "127.0.0.1", port: int = 8808, *, config: EmulatorConfig | None = None) -> None:
     """Serve the emulator in the foreground until Ctrl-C (``llm-stream emulate``); ``OSError`` if the port is busy."""
     gateway = Gateway(config or EmulatorConfig(), EmulatorState())
     sock = bind(host, port)
     _install_log_filter()
     server = _Server(uvicorn_config(gateway.app, embedded=False), gateway)
-    print(f"llm-stream emulator: base_url {url_of(host, sock.getsockname()[1])}/v1 ({len(PROFILES)} profiles). "
-          "Ctrl-C stops it.")
+    print(start_line(url_of(host, sock.getsockname()[1])), flush=True)
     serve(server, sock)

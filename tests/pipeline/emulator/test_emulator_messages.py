@@ -63,6 +63,7 @@ ENDINGS = [
     ("seed-bug", True, "tool_use"),
     ("never-identified", True, "tool_use"),
     ("error-midstream", False, None),
+    ("cut-after-stop", False, "end_turn"),
 ]
 
 
@@ -228,4 +229,5 @@ def test_messages_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_resu
 
 def test_messages_profiles_are_all_tested_here() -> None:
     covered = {p for p, _, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"}
+    covered |= {"thinking-tool"}  # test_emulator_sent_back.py
     assert covered == set(MESSAGES_PROFILES)

@@ -267,4 +267,6 @@ def test_responses_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_out
 
 
 def test_responses_profiles_are_all_tested_here() -> None:
-    assert {p for p, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"} == set(RESPONSES_PROFILES)
+    covered = {p for p, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"}
+    covered |= {"reasoning-tool"}  # test_emulator_sent_back.py
+    assert covered == set(RESPONSES_PROFILES)
