@@ -334,11 +334,12 @@ def test_a_response_waiting_on_an_item_it_cannot_carry_ends_unsupported_output_a
 
     finish = finish_of(out)
     assert finish.reason.code == Code.UNSUPPORTED_OUTPUT
-    assert finish.reason.failure is not None and item_type in finish.reason.failure.message
+    assert finish.reason.failure is not None
+    assert item_type in finish.reason.failure.message
     assert isinstance(out[-2], UsageChunk)
     assert not any(isinstance(c, BlockEnd) for c in out)
     assert "unsupported-item" in anomalies(out)
-    assert Code.UNSUPPORTED_OUTPUT not in pipeline.RetryPolicy().retryable_codes
+    assert Code.UNSUPPORTED_OUTPUT not in (pipeline.RetryPolicy().retryable_codes or ())
 
 
 def test_unknown_events_are_anomalies() -> None:
