@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -64,6 +65,21 @@ def test_other_endpoints_and_non_streaming_requests_pass_through(emu: Emulator, 
     assert through.json()["choices"][0]["message"]["content"] == "Hello from the emulator."
     missing = httpx.get(f"{proxy.base_url}/nowhere")
     assert missing.status_code == httpx.get(f"{emu.base_url}/nowhere").status_code
+
+
+@pytest.mark.parametrize("path", ["messages", "responses"])
+def test_the_messages_and_responses_formats_pass_through_the_proxy_untouched(
+    emu: Emulator, proxy: Proxy, path: str
+) -> None:
+    body = {"model": "thinking-tool" if path == "messages" else "reasoning-tool", "stream": True,
+            "messages": MESSAGES, "input": "hi"}
+    direct = httpx.post(f"{emu.base_url}/{path}", json=body)
+    through = httpx.post(f"{proxy.base_url}/{path}", json=body)
+    assert through.status_code == direct.status_code == 200
+    assert through.headers["content-type"] == direct.headers["content-type"]
+    strip = re.compile(rb'(msg|resp|call|toolu|fc|item)_emu[0-9a-zA-Z_]*|"created(_at)?":\s*[0-9]+')  # per request
+    assert strip.sub(b"ID", through.content) == strip.sub(b"ID", direct.content)
+    assert b"signature" in through.content if path == "messages" else b"encrypted_content" in through.content
 
 
 def test_an_unreachable_upstream_is_a_502_carrying_the_transport_code() -> None:
