@@ -65,6 +65,9 @@ from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall,
 
 __all__ = ["messages_stage", "parse_messages_sse"]
 
+_decode = msgspec.json.Decoder().decode
+_DELTA_NAMES = frozenset({b"", b"content_block_delta"})  # the event name a delta may come under (none, or its own)
+
 
 class _ParseMessages(SseFraming):
     """Messages: one handler per payload ``type``; ``message_stop`` the end."""
@@ -82,10 +85,12 @@ class _ParseMessages(SseFraming):
 
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         try:
-            body = msgspec.json.decode(payload)
+            body = _decode(payload)
         except (msgspec.DecodeError, RecursionError):
             body = None
-        kind = body.get("type") if isinstance(body, dict) else None
+        kind = body.get("type") if type(body) is dict else None
+        if kind == "content_block_delta" and self.event in _DELTA_NAMES and self._fast_delta(body, out):
+            return
         if self.event == b"error" or kind == "error":
             error = body.get("error", body) if isinstance(body, dict) else {"message": quote(payload, 500)}
             self._emit_usage(out)
@@ -104,6 +109,40 @@ class _ParseMessages(SseFraming):
             handler(self, body, out)
         except Malformed as exc:
             self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload ({exc}): {quote(payload)}"), out)
+
+    def _fast_delta(self, body: dict[str, Any], out: list[Signal]) -> bool:
+        """The hot path (decision 0008): a text, thinking or argument delta of a block it belongs to, with the fields
+        of the right type; anything else returns False and takes the general path, which reports it."""
+        index = body.get("index")
+        delta = body.get("delta")
+        block = self.blocks.get(index) if type(index) is int else None
+        if block is None or type(delta) is not dict:
+            return False
+        delta_type = delta.get("type")
+        kind = block.kind
+        if delta_type == "text_delta" and kind == "text":
+            text = delta.get("text")
+            if type(text) is not str:
+                return False
+            if text:
+                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(content=text))]))
+            return True
+        if delta_type == "input_json_delta" and kind == "tool":
+            fragment = delta.get("partial_json")
+            if type(fragment) is not str:
+                return False
+            block.deltas = True
+            call = WireToolCall(index=index, function=WireFunction(arguments=fragment))
+            out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(tool_calls=[call]))]))
+            return True
+        if delta_type == "thinking_delta" and kind == "thinking":
+            thinking = delta.get("thinking")
+            if type(thinking) is not str:
+                return False
+            if thinking:
+                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(reasoning_content=thinking))]))
+            return True
+        return False
 
     def _halt(self, failure: Failure, out: list[Signal]) -> None:
         out.append(Halt(failure))

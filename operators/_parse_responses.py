@@ -85,21 +85,27 @@ class _ParseResponses(SseFraming):
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         if payload == _DONE:  # OpenRouter's trailing [DONE] after the terminal event (or, early, nothing)
             return
-        try:
-            kind = decode_kind(payload)
-            if kind is None and self.event:
-                kind = self.event.decode("utf-8", "replace")
-            if kind in IGNORED_EVENTS or kind not in READ_EVENTS:
-                self._unread(kind, out)
+        try:  # one typed decode on the hot path; the general path only when it cannot say (decision 0008)
+            event: ResponsesEvent | None = decode_event(payload)
+        except DecodeError:
+            event = None
+        kind = event.type if event is not None else None
+        if event is None or kind not in READ_EVENTS:
+            try:
+                kind = decode_kind(payload)
+                if kind is None and self.event:
+                    kind = self.event.decode("utf-8", "replace")
+                if kind in IGNORED_EVENTS or kind not in READ_EVENTS:
+                    self._unread(kind, out)
+                    return
+                event = decode_event(payload)
+            except DecodeError as exc:
+                reason = str(exc)
+                message = f"malformed SSE payload: {quote(payload)}"
+                if "JSON" not in reason and "malformed" not in reason.lower():
+                    message += f" ({reason})"
+                self._halt(Failure(Code.MALFORMED_RESPONSE, message), out)
                 return
-            event = decode_event(payload)
-        except DecodeError as exc:
-            reason = str(exc)
-            message = f"malformed SSE payload: {quote(payload)}"
-            if "JSON" not in reason and "malformed" not in reason.lower():
-                message += f" ({reason})"
-            self._halt(Failure(Code.MALFORMED_RESPONSE, message), out)
-            return
         if kind == "response.output_text.delta":
             if event.delta:
                 out.append(wire_chunk(WireDelta(content=event.delta)))

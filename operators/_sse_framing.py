@@ -111,6 +111,8 @@ class SseFraming(BaseStage[bytes, Signal]):
                             self._report_after_done(lines[position + 1 :], rest, out)
                         return
                 self.event = b""
+            elif line[:6] == b"event:":  # before the general field path: every Messages / Responses event has one
+                self.event = line[7:] if line[6:7] == b" " else line[6:]
             elif line[:1] == b":":
                 out.append(Anomaly("comment", None, f"comment line ignored: {quote(line, 80)}"))
             else:
