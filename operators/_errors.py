@@ -24,6 +24,9 @@ rule wins.
         5. 400 / 413, type invalid_request_error ..................... INVALID_REQUEST
         6. >= 500, type api_error / overloaded_error / server_error .. SERVER
         7. no status: SERVER; otherwise .............................. HTTP_<status>
+       A type none of these rules names (absent, "error", OpenAI's "tokens" / "requests") is read from a string
+       ``code`` the OpenAI APIs use instead: rate_limit_exceeded (3), invalid_request_error / invalid_prompt (5),
+       server_error (6): the Responses API's ``response.error`` and flat error event carry only a code.
 
 So a 429 whose body says ``insufficient_quota`` is ``QUOTA`` (topping the balance up fixes it, waiting
 does not), a plain 429 is ``RATE_LIMIT``, and a 401 stays ``AUTH`` whatever its body says.
@@ -294,6 +297,13 @@ OWN_ERROR_TYPE = "llm_stream_error"
 ``code`` is one of ours and is kept as it is, so a client of the library behind its own proxy sees the same codes."""
 _FIXED_CODES = frozenset(Code)
 _HTTP_FAMILY = re.compile(r"HTTP_[1-5][0-9][0-9]")
+_NAMED_TYPES = _AUTH_TYPES | _SERVER_TYPES | {"rate_limit_error", "invalid_request_error", OWN_ERROR_TYPE}
+_TYPE_OF_CODE = {  # the OpenAI error codes that say what a rule's type says
+    "rate_limit_exceeded": "rate_limit_error",
+    "server_error": "server_error",
+    "invalid_prompt": "invalid_request_error",
+    "invalid_request_error": "invalid_request_error",
+}
 
 
 def classify_inband_error(error: object, *, status: int | None = None) -> Failure:
@@ -313,6 +323,9 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
             status = _status_in(error)
         raw_kind = error.get("type")
         kind = raw_kind if isinstance(raw_kind, str) else None
+        raw_code = error.get("code")
+        if kind not in _NAMED_TYPES and isinstance(raw_code, str) and raw_code in _TYPE_OF_CODE:
+            kind = _TYPE_OF_CODE[raw_code]
         message = _non_empty(error.get("message"))
         detail = _detail(error.get("code"), kind, message)
     elif isinstance(error, str):

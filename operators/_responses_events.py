@@ -142,39 +142,19 @@ def wire_usage(usage: ResponsesUsage) -> WireUsage:
     )
 
 
-# The Responses error codes whose meaning classify_inband_error reads from the error ``type``: the Responses API
-# puts them in ``code`` only (``response.error`` has no ``type``; the flat error event's ``type`` is ``"error"``).
-_TYPE_OF_CODE = {
-    "rate_limit_exceeded": "rate_limit_error",
-    "server_error": "server_error",
-    "invalid_prompt": "invalid_request_error",
-    "invalid_request_error": "invalid_request_error",
-}
-
-
-def _typed(error: dict[str, Any]) -> dict[str, Any]:
-    code = error.get("code")
-    kind = error.get("type")
-    if isinstance(code, str) and (not isinstance(kind, str) or kind == "error") and code in _TYPE_OF_CODE:
-        return {**error, "type": _TYPE_OF_CODE[code]}
-    return error
-
-
 def error_object(event: ResponsesEvent) -> Any:
     """The provider's error object of an ``error`` event, nested (``{"error": {...}}``) or flat (``code``,
-    ``message`` and ``param`` beside ``type``), ready for ``classify_inband_error``."""
+    ``message`` and ``param`` beside ``type``), for ``classify_inband_error`` (which reads OpenAI's ``code``)."""
     nested = event.error
     if nested is not UNSET and nested is not None:
-        return _typed(nested) if isinstance(nested, dict) else nested
+        return nested
     flat = {"code": event.code, "message": event.message, "param": event.param}
-    return _typed({key: value for key, value in flat.items() if value is not None})
+    return {key: value for key, value in flat.items() if value is not None}
 
 
 def failed_error(response: ResponseObject | None) -> Any:
     """``response.error`` of ``response.failed``, ready for ``classify_inband_error``."""
     error = response.error if response is not None else None
-    if isinstance(error, dict):
-        return _typed(error)
     if error is None:
         return {"message": "response.failed with no error object"}
     return error

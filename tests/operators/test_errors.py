@@ -567,3 +567,29 @@ def test_parse_retry_after_never_raises_and_gives_a_positive_finite_delay_or_non
 ) -> None:
     delay = parse_retry_after(value, now=now)
     assert delay is None or (delay > 0 and delay != float("inf"))
+
+
+# -- OpenAI's error codes stand in for a type the rules do not name -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ({"type": "tokens", "code": "rate_limit_exceeded", "message": "Rate limit reached"}, "RATE_LIMIT"),
+        ({"type": "requests", "code": "rate_limit_exceeded", "message": "Rate limit reached"}, "RATE_LIMIT"),
+        ({"code": "rate_limit_exceeded", "message": "slow down"}, "RATE_LIMIT"),
+        ({"type": "error", "code": "invalid_prompt", "message": "flagged"}, "INVALID_REQUEST"),
+        ({"code": "server_error", "message": "boom"}, "SERVER"),
+    ],
+)
+def test_an_openai_code_classifies_when_the_type_names_no_rule(error: dict[str, Any], code: str) -> None:
+    assert classify_inband_error(error).code == code
+
+
+def test_a_named_type_wins_over_the_code() -> None:
+    error = {"type": "invalid_request_error", "code": "rate_limit_exceeded", "message": "bad"}
+    assert classify_inband_error(error).code == "INVALID_REQUEST"
+
+
+def test_a_status_still_wins_over_the_code() -> None:
+    assert classify_inband_error({"code": "rate_limit_exceeded", "message": "x"}, status=401).code == "AUTH"
