@@ -15,6 +15,7 @@ from operators import (
     BlockStart,
     Chunk,
     Finish,
+    ReasoningBlock,
     ReasoningDelta,
     Retry,
     TextDelta,
@@ -135,6 +136,8 @@ class Printer:
                 body = f"tool-call {block.id} {block.name}({block.arguments})"
             else:
                 body = f"{block.type} {json.dumps(block.text, ensure_ascii=False)}"
+                if isinstance(block, ReasoningBlock):
+                    body += _opaque_parts(block)
             return f"{at} {self._c('1', '■ end')}        {body}"
         if isinstance(chunk, UsageChunk):
             parts = " · ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in chunk.usage.to_json().items())
@@ -189,3 +192,16 @@ class Printer:
             lines.append(f"  usage {json.dumps(message.usage.to_json())}")
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
+
+
+def _opaque_parts(block: ReasoningBlock) -> str:
+    """What a reasoning block carries for the provider, by size only (it is opaque and long): `` · signed (504
+    characters) · encrypted (744 characters) · item rs_1``."""
+    parts = []
+    if block.signature is not None:
+        parts.append(f"signed ({len(block.signature)} characters)")
+    if block.encrypted is not None:
+        parts.append(f"encrypted ({len(block.encrypted)} characters)")
+    if block.item_id is not None:
+        parts.append(f"item {block.item_id}")
+    return "".join(f" · {part}" for part in parts)

@@ -32,6 +32,23 @@ def test_replay_format_responses_prints_the_assembled_object_of_a_responses_stre
     assert assembled(capsys, str(RESPONSES_TOOL)) == named  # detected from the first event
 
 
+def test_replay_shows_what_a_reasoning_block_carries_by_size_never_its_content(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    signed = SHARED / "messages" / "11-pydantic-ai-thinking-signature.sse"
+    redacted = SHARED / "messages" / "12-pydantic-ai-redacted-thinking.sse"
+    assert main(["replay", "--color", "never", str(signed)]) == 0
+    assert main(["replay", "--color", "never", str(redacted)]) == 0
+    out = capsys.readouterr().out
+    ends = [line for line in out.splitlines() if "■ end" in line and "reasoning" in line]
+    assert "signed (" in ends[0]
+    assert "encrypted (744 characters)" in ends[1]
+    raw = [json.loads(line[5:]) for line in redacted.read_text().splitlines() if line.startswith("data:")]
+    blocks = [e["content_block"] for e in raw if "content_block" in e]
+    data = next(block["data"] for block in blocks if block.get("type") == "redacted_thinking")
+    assert data not in out
+
+
 def test_replay_format_chat_is_what_detection_gives_for_a_chat_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert assembled(capsys, "--format", "chat", str(CHAT)) == assembled(capsys, str(CHAT))
 
