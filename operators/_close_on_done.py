@@ -63,6 +63,7 @@ from ._stage import BaseStage, Batch, stage_operator
 __all__ = ["close_on_done", "describe_missing_identity"]
 
 _log = logging.getLogger("llm_stream.operators")  # docs/decisions/0020-environment-and-logging.md
+_NO_SEAL = ReasoningSeal(-1)  # a reasoning block that carries nothing for the provider
 
 
 def describe_missing_identity(calls: list[ToolCallState]) -> str:
@@ -108,7 +109,8 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 self.calls[item.index] = item
             elif kind is ReasoningSeal:
                 self.seals[item.index] = item
-                size += sum(len(part) for part in (item.signature, item.encrypted, item.item_id) if part)
+                size += sum(len(part.encode("utf-8", "surrogatepass"))
+                            for part in (item.signature, item.encrypted, item.item_id) if part)
                 if size > limit:
                     self._text_exceeded(size, out)
                     break
@@ -150,10 +152,9 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
             elif start.block_type == "text":
                 out.append(BlockEnd(index, TextBlock(self.texts.pop(index))))
             else:
-                seal = self.seals.get(index)
-                text = self.texts.pop(index)
-                block = ReasoningBlock(text) if seal is None else ReasoningBlock(
-                    text, signature=seal.signature, encrypted=seal.encrypted, item_id=seal.item_id)
+                seal = self.seals.get(index, _NO_SEAL)
+                block = ReasoningBlock(self.texts.pop(index), signature=seal.signature, encrypted=seal.encrypted,
+                                       item_id=seal.item_id)
                 out.append(BlockEnd(index, block))
         if self.usage is not None:
             out.append(UsageChunk(self.usage))

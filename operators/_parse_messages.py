@@ -66,6 +66,7 @@ from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall,
 __all__ = ["messages_stage", "parse_messages_sse"]
 
 _decode = msgspec.json.Decoder().decode
+_Handler = Callable[["_ParseMessages", dict[str, Any], list[Signal]], None]
 _DELTA_NAMES = frozenset({b"", b"content_block_delta"})  # the event name a delta may come under (none, or its own)
 
 
@@ -89,60 +90,28 @@ class _ParseMessages(SseFraming):
         except (msgspec.DecodeError, RecursionError):
             body = None
         kind = body.get("type") if type(body) is dict else None
-        if kind == "content_block_delta" and self.event in _DELTA_NAMES and self._fast_delta(body, out):
-            return
-        if self.event == b"error" or kind == "error":
-            error = body.get("error", body) if isinstance(body, dict) else {"message": quote(payload, 500)}
-            self._emit_usage(out)
-            self._halt(classify_inband_error(error), out)
-            return
-        if not isinstance(body, dict) or not isinstance(kind, str):
-            self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
-            return
-        if self.event and self.event != kind.encode():
-            out.append(Anomaly("event-mismatch", None, f"event {quote(self.event, 40)} carried a {kind} payload"))
-        handler = self._HANDLERS.get(kind)
-        if handler is None:
-            out.append(Anomaly("unknown-event", None, f"Messages event {kind[:60]} ignored"))
-            return
+        if kind == "content_block_delta" and self.event in _DELTA_NAMES:  # the hot path: none of the checks apply
+            handler: _Handler = _ParseMessages._block_delta
+        else:
+            if self.event == b"error" or kind == "error":
+                error = body.get("error", body) if isinstance(body, dict) else {"message": quote(payload, 500)}
+                self._emit_usage(out)
+                self._halt(classify_inband_error(error), out)
+                return
+            if not isinstance(body, dict) or not isinstance(kind, str):
+                self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
+                return
+            if self.event and self.event != kind.encode():
+                out.append(Anomaly("event-mismatch", None, f"event {quote(self.event, 40)} carried a {kind} payload"))
+            found = self._HANDLERS.get(kind)
+            if found is None:
+                out.append(Anomaly("unknown-event", None, f"Messages event {kind[:60]} ignored"))
+                return
+            handler = found
         try:
             handler(self, body, out)
         except Malformed as exc:
             self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload ({exc}): {quote(payload)}"), out)
-
-    def _fast_delta(self, body: dict[str, Any], out: list[Signal]) -> bool:
-        """The hot path (decision 0008): a text, thinking or argument delta of a block it belongs to, with the fields
-        of the right type; anything else returns False and takes the general path, which reports it."""
-        index = body.get("index")
-        delta = body.get("delta")
-        block = self.blocks.get(index) if type(index) is int else None
-        if block is None or type(delta) is not dict:
-            return False
-        delta_type = delta.get("type")
-        kind = block.kind
-        if delta_type == "text_delta" and kind == "text":
-            text = delta.get("text")
-            if type(text) is not str:
-                return False
-            if text:
-                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(content=text))]))
-            return True
-        if delta_type == "input_json_delta" and kind == "tool":
-            fragment = delta.get("partial_json")
-            if type(fragment) is not str:
-                return False
-            block.deltas = True
-            call = WireToolCall(index=index, function=WireFunction(arguments=fragment))
-            out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(tool_calls=[call]))]))
-            return True
-        if delta_type == "thinking_delta" and kind == "thinking":
-            thinking = delta.get("thinking")
-            if type(thinking) is not str:
-                return False
-            if thinking:
-                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(reasoning_content=thinking))]))
-            return True
-        return False
 
     def _halt(self, failure: Failure, out: list[Signal]) -> None:
         out.append(Halt(failure))
@@ -310,7 +279,7 @@ class _ParseMessages(SseFraming):
             self._emit_usage(out)
             out.append(Halt(Failure(Code.STREAM_CLOSED, "Messages stream ended before message_stop")))
 
-    _HANDLERS: ClassVar[dict[str, Callable[[_ParseMessages, dict[str, Any], list[Signal]], None]]] = {
+    _HANDLERS: ClassVar[dict[str, _Handler]] = {
         "message_start": _message_start,
         "content_block_start": _block_start,
         "content_block_delta": _block_delta,
