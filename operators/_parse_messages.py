@@ -55,7 +55,6 @@ from ._messages_events import (
     merge_into,
     object_at,
     server_tool_name,
-    string_at,
     wire_usage,
 )
 from ._signals import Done, Halt, ReasoningEnd, Signal
@@ -177,8 +176,12 @@ class _ParseMessages(SseFraming):
             out.append(Anomaly("invalid-reasoning", index, f"{field} of type {type(value).__name__} ignored"))
 
     def _block_delta(self, body: dict[str, Any], out: list[Signal]) -> None:
-        index = index_of(body)
-        delta = object_at(body, "delta")
+        index = body.get("index")  # index_of and object_at inlined: the hot path (decision 0008)
+        if type(index) is not int or index < 0:
+            raise Malformed("content_block_delta without a valid index")
+        delta = body.get("delta")
+        if type(delta) is not dict:
+            raise Malformed("content_block_delta.delta is not an object")
         delta_type = delta.get("type")
         block = self.blocks.get(index)
         if block is None:
@@ -186,20 +189,26 @@ class _ParseMessages(SseFraming):
             return
         if block.kind == "server":
             return  # its input streams too; reported once, at its start
+        # the three hot cases build their chunk inline, without wire_chunk / string_at calls (decision 0008)
         if delta_type == "text_delta" and block.kind == "text":
-            text = string_at(delta, "text")
+            text = delta.get("text")
+            if type(text) is not str:
+                raise Malformed("text_delta.text is not a string")
             if text:
-                out.append(wire_chunk(WireDelta(content=text)))
+                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(content=text))]))
         elif delta_type == "thinking_delta" and block.kind == "thinking":
-            thinking = string_at(delta, "thinking")
+            thinking = delta.get("thinking")
+            if type(thinking) is not str:
+                raise Malformed("thinking_delta.thinking is not a string")
             if thinking:
-                out.append(wire_chunk(WireDelta(reasoning_content=thinking)))
+                out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(reasoning_content=thinking))]))
         elif delta_type == "input_json_delta" and block.kind == "tool":
-            fragment = string_at(delta, "partial_json")
+            fragment = delta.get("partial_json")
+            if type(fragment) is not str:
+                raise Malformed("input_json_delta.partial_json is not a string")
             block.deltas = True
-            out.append(
-                wire_chunk(WireDelta(tool_calls=[WireToolCall(index=index, function=WireFunction(arguments=fragment))]))
-            )
+            call = WireToolCall(index=index, function=WireFunction(arguments=fragment))
+            out.append(WireChunk(choices=[WireChoice(index=0, delta=WireDelta(tool_calls=[call]))]))
         elif delta_type == "signature_delta" and block.kind == "thinking":
             self._opaque(block, "signature", delta.get("signature"), out, index)
         elif delta_type == "citations_delta":
