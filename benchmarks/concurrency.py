@@ -2,7 +2,7 @@
 
     python -m benchmarks.concurrency [--streams 1,10,100,1000] [--events 60] [--json FILE]
 
-Runs only when ``pipeline.emulator.Emulator`` and the transport client (``pipeline.transport.ChatClient``)
+Runs only when ``pipeline.emulator.Emulator`` and the transport client (``pipeline.client.ChatClient``)
 exist at run time; otherwise it prints "skipped: needs the emulator and transport" and exits 0.
 
 Setup: the emulator runs in a child process (its own interpreter and GIL) and replays, for every request, the same
@@ -56,7 +56,7 @@ def available() -> bool:
     if emulator_class() is None:
         return False
     try:
-        transport = importlib.import_module("pipeline.transport")
+        transport = importlib.import_module("pipeline.client")
     except ImportError:
         return False
     return hasattr(transport, "ChatClient")

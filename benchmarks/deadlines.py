@@ -15,7 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 from operators import Finish
-from pipeline.transport import ChatClient
+from pipeline.client import ChatClient
 
 _HOSTILE = Path(__file__).parent.parent / "tests" / "hostile_server.py"
 _spec = importlib.util.spec_from_file_location("hostile_server", _HOSTILE)

@@ -5,7 +5,7 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
 
     LlmStreamError
     ├── RetryPolicyError (ValueError) ...... operators: a retry policy or its configuration breaks a rule
-    ├── ConfigError (ValueError) ........... pipeline.transport: a client setting is out of range
+    ├── ConfigError (ValueError) ........... pipeline.client: a client setting is out of range
     ├── CliError ........................... pipeline.cli: a usage or input error, exit status 2
     ├── ToolDefinitionError (TypeError, ValueError)  pipeline.agent: a tool, signature or tools module the registry
     │                                        cannot use

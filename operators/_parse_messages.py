@@ -42,7 +42,6 @@ import msgspec
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
-from ._errors import classify_inband_error
 from ._limits import DEFAULT_LIMITS, Limits
 from ._messages_events import (
     FINISH_REASONS,
@@ -57,6 +56,7 @@ from ._messages_events import (
     server_tool_name,
     wire_usage,
 )
+from ._provider_errors import classify_inband_error
 from ._signals import Done, Halt, ReasoningEnd, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator

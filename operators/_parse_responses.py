@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
-from ._errors import classify_inband_error
 from ._limits import DEFAULT_LIMITS, Limits
+from ._provider_errors import classify_inband_error
 from ._responses_events import (
     IGNORED_EVENTS,
     READ_EVENTS,

@@ -33,8 +33,8 @@ import json
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
-from ._errors import classify_inband_error
 from ._limits import DEFAULT_LIMITS, Limits
+from ._provider_errors import classify_inband_error
 from ._signals import Done, Halt, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator

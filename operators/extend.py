@@ -17,9 +17,15 @@ classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``re
 
 from ._block_texts import BlockTexts
 from ._chunks import CHUNK_TYPES
-from ._errors import OWN_ERROR_TYPE, classify_http_error, classify_inband_error, parse_retry_after, request_id_from
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
+from ._provider_errors import (
+    OWN_ERROR_TYPE,
+    classify_http_error,
+    classify_inband_error,
+    parse_retry_after,
+    request_id_from,
+)
 from ._signals import (
     Done,
     FinishSeen,

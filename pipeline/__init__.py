@@ -1,5 +1,5 @@
 """The composition of the operators and everything that touches the outside, by product (docs/architecture.md):
-``pipeline.compose`` (the facades), ``pipeline.transport`` (the HTTP client), ``pipeline.session`` (the session log),
+``pipeline.compose`` (the facades), ``pipeline.client`` (the HTTP client), ``pipeline.session`` (the session log),
 ``pipeline.agent`` (tools and the turn loop), ``pipeline.emulator`` (the fault-injecting gateway, needs the
 ``emulator`` extra) and ``pipeline.cli``. This module re-exports what an application meets:
 
@@ -25,6 +25,7 @@ from .agent import (
     run_turn,
     run_turn_to_end,
 )
+from .client import ChatClient, ClientConfig, ConfigError, InsecureBaseUrlWarning
 from .compose import (
     Assembler,
     AssistantMessage,
@@ -55,7 +56,6 @@ from .session import (
     check,
     repair,
 )
-from .transport import ChatClient, ClientConfig, ConfigError, InsecureBaseUrlWarning
 
 _logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 

@@ -1,7 +1,7 @@
 """What an HTTP response's status and content type say, and its body read within a bound (sync and async).
 
 Shared by every place that holds an ``httpx.Response`` before its bytes reach ``parse_sse``: ``ChatClient``'s source
-(``pipeline.transport``), ``stream``/``collect`` given a response (``pipeline.compose``) and the sanitizing transport
+(``pipeline.client``), ``stream``/``collect`` given a response (``pipeline.compose``) and the sanitizing transport
 (``pipeline.sanitize``), so all three classify a response the same way
 (docs/decisions/0013-deadlines-and-bounded-reads.md):
 

@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
+from pipeline.client import ChatClient
 from pipeline.compose import Assembler, AssistantMessage
 from pipeline.session import Session, SessionValidationError, SessionWriteError
-from pipeline.transport import ChatClient
 
 from ._registry import ToolRegistry
 from ._tool import ToolResult

@@ -18,8 +18,8 @@ from typing import Any
 
 from operators import DEFAULT_LIMITS, Limits, RetryPolicy, RetryPolicyError
 from pipeline.agent import ToolRegistry, run_turn
+from pipeline.client import APIS, ChatClient, ConfigError
 from pipeline.session import Session, SessionError
-from pipeline.transport import APIS, ChatClient, ConfigError
 
 from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, check_http_url
 from ._render import Printer, add_output_flags, output_mode, plural, use_color

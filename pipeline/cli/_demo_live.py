@@ -10,8 +10,8 @@ import time
 from typing import TextIO
 
 from operators import RetryPolicy
+from pipeline.client import ChatClient
 from pipeline.emulator import Emulator
-from pipeline.transport import ChatClient
 
 from ._errors import EXIT_OK
 from ._render import Printer

@@ -2,6 +2,7 @@
 
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
 from ._examples import example_path
+from ._redact import redact_key
 from ._sources import READ_SIZE, ByteSource, bytes_source
 from ._stream import stream
 from ._translate import apply, collect, protocol_rules, to_chunks, translate, translate_batches
@@ -18,6 +19,7 @@ __all__ = [
     "collect",
     "example_path",
     "protocol_rules",
+    "redact_key",
     "stream",
     "to_chunks",
     "translate",

@@ -21,8 +21,7 @@ from reactivex.subject import Subject
 
 from operators import Anomaly, Chunk, Failure, Finish, Limits, RetryPolicy
 from operators.extend import StreamFailure
-from pipeline.compose import translate
-from pipeline.transport import redact_key
+from pipeline.compose import redact_key, translate
 
 from .._logging import get_logger
 from ._encode import Identity, OpenAIEncoder

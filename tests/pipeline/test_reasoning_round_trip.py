@@ -20,9 +20,9 @@ from operators import (
     TextDelta,
     ToolCallBlock,
 )
+from pipeline.client import chat_request, messages_request, responses_request
 from pipeline.compose import assemble
 from pipeline.session import Session
-from pipeline.transport import chat_request, messages_request, responses_request
 
 SIGNED = ReasoningBlock("I should look it up.", signature="EqQBCkYIBxgCKkD")
 REDACTED = ReasoningBlock("", encrypted="EmwKAhgBEgy3va3p")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "transport"))  # the shared loopback recorder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "client"))  # the shared loopback recorder
 
 from request_recorder import (
     chat_text,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from operators import Chunk, FinishReason, Usage
-from operators._errors import classify_inband_error
 from operators._parse_messages import parse_messages_sse
+from operators._provider_errors import classify_inband_error
 from pipeline.compose import AssistantMessage, apply, assemble, bytes_source, protocol_rules, to_chunks
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from typing import ClassVar
 import pytest
 
 from pipeline import ChatClient
-from pipeline.transport import ClientConfig, ConfigError
+from pipeline.client import ClientConfig, ConfigError
 
 GATEWAY = "https://gateway.example.com/v1"
 

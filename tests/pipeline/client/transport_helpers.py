@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from operators import Chunk, Finish, RetryPolicy
-from pipeline.transport import ChatClient
+from pipeline.client import ChatClient
 
 __all__ = [
     "CLEAN",

@@ -14,7 +14,7 @@ import pytest
 
 import pipeline
 from operators import Code, Finish
-from pipeline.transport import ChatClient, ClientConfig, InsecureBaseUrlWarning
+from pipeline.client import ChatClient, ClientConfig, InsecureBaseUrlWarning
 
 
 def test_a_plain_http_base_url_to_a_remote_host_warns() -> None:

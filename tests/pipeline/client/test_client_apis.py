@@ -19,7 +19,7 @@ from request_recorder import (
     responses_text,
 )
 
-from pipeline.transport import ANTHROPIC_VERSION, ChatClient, ClientConfig, ConfigError
+from pipeline.client import ANTHROPIC_VERSION, ChatClient, ClientConfig, ConfigError
 
 KEY = "sk-test-apis-123"
 TOOLS: list[dict[str, Any]] = [{

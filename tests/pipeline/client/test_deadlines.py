@@ -15,7 +15,7 @@ from hostile_server import HostileServer
 from transport_helpers import MESSAGES, SECRET, collect, last_finish
 
 from operators import Code
-from pipeline.transport import ChatClient
+from pipeline.client import ChatClient
 
 
 async def _failure_of(mode: str, **kwargs: float) -> tuple[str, str, float]:

@@ -1,4 +1,4 @@
-"""Each API's request body from the chat-shaped conversation (pipeline/transport/_requests.py,
+"""Each API's request body from the chat-shaped conversation (pipeline/client/_requests.py,
 docs/decisions/0027-request-shapes.md)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.transport import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
+from pipeline.client import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
 
 WEATHER: dict[str, Any] = {
     "type": "function",

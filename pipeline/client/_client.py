@@ -191,7 +191,7 @@ class ChatClient:
         """The whole chain as an Observable of chunks: attempts (``rules`` on each), then ``retry_when_retryable``.
         Compose post-retry processing on the result with ordinary reactivex operators. The API key is redacted from
         every chunk (``redact_key``, docs/decisions/0015-redaction.md)."""
-        from ._redact import redact_key  # here, not at the top, to keep this change inside chunks()
+        from pipeline.compose import redact_key  # here, not at the top, to keep this change inside chunks()
 
         chain: list[Rule] = []
         if retry is not False:

@@ -1,5 +1,4 @@
-"""A live endpoint: the HTTP client, its configuration, each API's request body, the HTTP byte source, the key's
-redaction."""
+"""A live endpoint: the HTTP client, its configuration, each API's request body, the HTTP byte source."""
 
 from ._client import ANTHROPIC_VERSION, ChatClient
 from ._config import (
@@ -10,7 +9,6 @@ from ._config import (
     InsecureBaseUrlWarning,
     is_loopback,
 )
-from ._redact import redact_key
 from ._requests import APIS, DEFAULT_MAX_TOKENS, Api, chat_request, messages_request, responses_request
 
 __all__ = [
@@ -27,6 +25,5 @@ __all__ = [
     "chat_request",
     "is_loopback",
     "messages_request",
-    "redact_key",
     "responses_request",
 ]

@@ -31,8 +31,9 @@ from operators import (
     ToolCallDelta,
 )
 from pipeline.agent import ToolRegistry, run_turn
+from pipeline.client import ChatClient
+from pipeline.compose import redact_key
 from pipeline.session import Session
-from pipeline.transport import ChatClient, redact_key
 
 R = "[redacted]"
 MESSAGES = [{"role": "user", "content": "hi"}]

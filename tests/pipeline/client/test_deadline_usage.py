@@ -9,7 +9,7 @@ import json
 from transport_helpers import MESSAGES
 
 from operators import Code, Finish, TextDelta, UsageChunk
-from pipeline.transport import ChatClient
+from pipeline.client import ChatClient
 
 _HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 

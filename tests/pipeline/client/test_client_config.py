@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.transport import ClientConfig, ConfigError, is_loopback
+from pipeline.client import ClientConfig, ConfigError, is_loopback
 
 # --------------------------------------------------------------------------------------------------- configuration
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from operators._chunks import Failure
-from operators._errors import (
+from operators._provider_errors import (
     CONTEXT_OVERFLOW_WORDING,
     MAX_MESSAGE_CHARS,
     QUOTA_WORDING,
