@@ -27,12 +27,16 @@ def _imports(path: Path) -> list[str]:
     return names
 
 
+def _is_cli(name: str) -> bool:
+    return name == "pipeline.cli" or name.startswith("pipeline.cli.")
+
+
 def test_nothing_outside_the_cli_imports_it() -> None:
     offenders = [
         str(path.relative_to(ROOT))
         for top in ("pipeline", "operators")
         for path in (ROOT / top).rglob("*.py")
-        if CLI not in path.parents and any((name == "pipeline.cli" or name.startswith("pipeline.cli.")) for name in _imports(path))
+        if CLI not in path.parents and any(_is_cli(name) for name in _imports(path))
     ]
 
     assert offenders == []
@@ -63,7 +67,7 @@ def test_other_subpackages_are_reached_through_their_faces() -> None:
         for path in CLI.glob("*.py")
         for name in _imports(path)
         if name.startswith(("pipeline.", "operators."))
-        and not (name == "pipeline.cli" or name.startswith("pipeline.cli."))
+        and not _is_cli(name)
         and any(part.startswith("_") for part in name.split(".")[1:-1])
     ]
 
