@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "check_http_url",
+    "extra_missing",
     "listen_errors",
     "port_number",
 ]
@@ -35,6 +36,19 @@ EXIT_INTERRUPTED = 130
 
 class CliError(LlmStreamError):
     """A one-line error for the user, printed as ``llm-stream: <message>``; exit status 2."""
+
+
+EMULATOR_EXTRA = "pip install 'llm-stream-pipeline[emulator]'"
+"""The install hint for what serves HTTP (the emulator, the proxy, the demo's live half): starlette and uvicorn."""
+
+
+def extra_missing(what: str, exc: ImportError) -> CliError:
+    """The one line for a command that needs the emulator extra: what needs it, and the install hint once (the
+    library's own ImportError already names it; a bare one from Python does not)."""
+    reason = str(exc)
+    if EMULATOR_EXTRA in reason:
+        return CliError(f"{what}: {reason}")
+    return CliError(f"{what} needs starlette and uvicorn ({reason}); install them with: {EMULATOR_EXTRA}")
 
 
 def port_number(text: str) -> int:

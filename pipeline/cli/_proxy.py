@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._errors import EXIT_OK, CliError, check_http_url, listen_errors, port_number
+from ._errors import EXIT_OK, check_http_url, extra_missing, listen_errors, port_number
 
 __all__ = ["add_parser"]
 
@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from pipeline.sanitize import run_proxy  # starlette / uvicorn come with the "emulator" extra
     except ImportError as exc:
-        raise CliError(f"the proxy needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
+        raise extra_missing("the proxy", exc) from exc
     check_http_url(args.upstream, what="--upstream")
     with listen_errors(args.host, args.port):
         run_proxy(args.upstream, host=args.host, port=args.port, mode=args.mode)

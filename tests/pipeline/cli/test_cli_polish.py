@@ -184,8 +184,8 @@ def test_chat_exits_1_when_the_turn_ends_in_an_error_finish(
 
 
 def test_replay_keeps_exit_0_for_an_error_finish(tmp_path: Path) -> None:
-    path = tmp_path / "empty.sse"
-    path.write_bytes(b"")
+    path = tmp_path / "cut.sse"
+    path.write_bytes(b'data: {"choices": [{"index": 0, "delta": {"content": "half"}}]}\n\n')
 
     assert run(["replay", str(path)]) == 0
 
@@ -217,7 +217,7 @@ def test_a_one_chunk_summary_is_singular(tmp_path: Path, capsys: pytest.CaptureF
     path = tmp_path / "empty.sse"
     path.write_bytes(b"")
 
-    assert run(["replay", str(path)]) == 0
+    assert run(["replay", str(path)]) == 2  # and says, on stderr, that the file holds no SSE event
 
     assert "1 chunk, 0 blocks, 0 anomalies, 0 retries; finish: error STREAM_CLOSED" in capsys.readouterr().out
 
