@@ -8,7 +8,7 @@ exactly: small ``Limits`` and the split points are drawn from a PRNG seeded with
 of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): no exception escapes; the output is
 the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
 ``translate`` exactly one finish and it is last, block-start before deltas before block-end, no block-end for a
-tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_json()``
+tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_dict()``
 strict JSON (``json.dumps(allow_nan=False)``). Seeds: the ``*.sse`` files of ../shared/fixtures/sse, read in place.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 """
@@ -147,9 +147,9 @@ def check_chunks(out: list[Chunk]) -> None:
     ensure(first_end is None or first_end > last_delta, "block-ends only after all deltas")
     for chunk in out:
         try:
-            json.dumps(chunk.to_json(), allow_nan=False)
+            json.dumps(chunk.to_dict(), allow_nan=False)
         except ValueError as error:
-            raise OracleFailure(f"{type(chunk).__name__}.to_json() is not strict JSON: {error}") from error
+            raise OracleFailure(f"{type(chunk).__name__}.to_dict() is not strict JSON: {error}") from error
 
 
 def check_translate(data: bytes) -> None:

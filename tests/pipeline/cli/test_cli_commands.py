@@ -95,7 +95,7 @@ def test_replay_json_prints_exactly_to_json_per_line(capsys: pytest.CaptureFixtu
     assert main(argv) == 0
 
     out = lines(capsys.readouterr().out)
-    expected = [chunk.to_json() for chunk in pipeline.collect(SEED_BUG, anomalies=anomalies)]
+    expected = [chunk.to_dict() for chunk in pipeline.collect(SEED_BUG, anomalies=anomalies)]
     assert [json.loads(line) for line in out] == expected
     assert any(chunk["type"] == "anomaly" for chunk in expected) is anomalies
 
@@ -107,7 +107,7 @@ def test_replay_assembled_prints_one_json_object(capsys: pytest.CaptureFixture[s
     assert len(lines(out)) == 1
     message = json.loads(out)
     assert set(message) == {"text", "reasoning", "tool_calls", "usage", "finish"}
-    expected = pipeline.assemble(pipeline.collect(SEED_BUG)).to_json()
+    expected = pipeline.assemble(pipeline.collect(SEED_BUG)).to_dict()
     expected["finish"]["message"] = None
     assert message == expected
     assert message["text"] == "Let me look for the files."
@@ -133,7 +133,7 @@ def test_replay_dash_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch
     assert main(["replay", "-", "--json"]) == 0
 
     out = lines(capsys.readouterr().out)
-    assert [json.loads(line) for line in out] == [chunk.to_json() for chunk in pipeline.collect(SEED_BUG)]
+    assert [json.loads(line) for line in out] == [chunk.to_dict() for chunk in pipeline.collect(SEED_BUG)]
 
 
 def test_replay_a_missing_file_exits_2_with_a_one_line_error(

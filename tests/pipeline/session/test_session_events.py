@@ -145,7 +145,7 @@ def test_data_is_the_line_s_data_object_as_plain_json(log: Path) -> None:
     lines = GOLDEN.split(b"\n")[:-1]  # only a newline byte ends a line (U+2028 does not)
     for event, line in zip(Session.load(log), lines, strict=True):
         assert event.data == json.loads(line)["data"]
-        assert event.to_json() == json.loads(line)
+        assert event.to_dict() == json.loads(line)
 
 
 def test_integer_numbers_stay_integers(log: Path) -> None:
