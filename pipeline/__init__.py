@@ -12,6 +12,10 @@
     message = pipeline.assemble(chunks)
 """
 
+__version__ = "0.2.0"
+"""The package's one version: the distribution's metadata reads it (pyproject ``dynamic``), CHANGELOG.md's newest
+entry names it (tests/test_packaging.py)."""
+
 from operators import Limits, LlmStreamError, RetryPolicy
 
 from . import _logging
@@ -60,6 +64,7 @@ from .session import (
 _logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 
 __all__ = [
+    "__version__",
     "Assembler",
     "AssistantMessage",
     "ByteSource",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 
 from . import _chat, _demo, _emulate, _proxy, _replay, _session_cmds
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
@@ -46,10 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    try:
-        return version("llm-stream-pipeline")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    from pipeline import __version__  # the one source; the distribution's metadata is read from it
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
