@@ -12,10 +12,6 @@
     message = pipeline.assemble(chunks)
 """
 
-__version__ = "0.2.0"
-"""The package's one version: the distribution's metadata reads it (pyproject ``dynamic``), CHANGELOG.md's newest
-entry names it (tests/test_packaging.py)."""
-
 from operators import Limits, LlmStreamError, RetryPolicy
 
 from . import _logging
@@ -63,8 +59,11 @@ from .session import (
 
 _logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 
+__version__ = "0.2.0"
+"""The package's one version: the distribution's metadata reads it (pyproject ``dynamic``), CHANGELOG.md's newest
+entry names it (tests/test_packaging.py)."""
+
 __all__ = [
-    "__version__",
     "Assembler",
     "AssistantMessage",
     "ByteSource",
@@ -92,6 +91,7 @@ __all__ = [
     "ToolResult",
     "TurnEvent",
     "TurnEventKind",
+    "__version__",
     "assemble",
     "assemble_async",
     "bytes_source",
