@@ -1,15 +1,16 @@
 """``llm-stream``: the command line.
 
     llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
-    llm-stream demo                                                   the README's main job
+    llm-stream demo [--live]                                          the README's main job
     llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
     llm-stream proxy --upstream URL [--port P]                        the sanitizing OpenAI-compatible proxy
     llm-stream chat "prompt" [...]                                    stream from a live endpoint
     llm-stream session check|repair FILE                              inspect or recover a session log
 
 Exit status (``_errors``, docs/cli.md): 0 on success; 1 when ``chat``'s response ends in an error finish or ``session
-check`` finds violations (``replay`` keeps 0: an error finish in a recording is a result); 2 for bad usage, an
-unreadable file, a bad URL or a busy port, one line on stderr and never a traceback; 130 on Ctrl-C.
+check`` finds violations, a torn last line included (``replay`` keeps 0: an error finish in a recording is a result);
+2 for bad usage, an unreadable file, bytes with no SSE event given to ``replay``, a missing extra, a bad URL or a busy
+port, one line on stderr and never a traceback; 130 on Ctrl-C.
 
 A new command is a module here with ``add_parser(commands)`` (its arguments, and ``set_defaults(run=...)`` with a
 function from the parsed arguments to an exit status), and one line in ``build_parser``.
