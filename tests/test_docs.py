@@ -70,9 +70,9 @@ MACHINE_PATHS = ("/work/", "/home/", "/root/", "/Users/", "/tmp/", "C:\\")
 def test_a_notebook_is_committed_with_its_outputs_and_no_machine_path(notebook: Path) -> None:
     cells = [cell for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "code"]
     ran = [cell.get("execution_count") is not None for cell in cells if "".join(cell["source"]).strip()]
-    assert all(ran) and any(cell.get("outputs") for cell in cells), (
-        f"{notebook.name} is committed unexecuted: run jupyter nbconvert --execute --to notebook --inplace"
-    )
+    hint = f"{notebook.name} is committed unexecuted: run jupyter nbconvert --execute --to notebook --inplace"
+    assert all(ran), hint
+    assert any(cell.get("outputs") for cell in cells), hint
     outputs = json.dumps([cell["outputs"] for cell in cells])
     assert not [path for path in MACHINE_PATHS if path in outputs]
 
