@@ -65,7 +65,7 @@ def run_demo(out: TextIO, *, color: bool | None = None, live: bool = False) -> i
     """Part 1, then part 2 when the emulator extra is installed (else a note saying how to get it; with ``live``,
     a ``CliError`` instead)."""
     data = example_path("seed-bug").read_bytes()
-    out.write("== 1. A gateway stream with the seed's bug (pipeline/compose/examples/seed-bug.sse)\n")
+    out.write("== 1. A gateway stream that repeats a tool call's identity (the bundled example seed-bug.sse)\n")
     out.write("   continuation deltas repeat a tool call's id and name as \"\", as null, and in full.\n\n")
     for strategy, who in (("concatenate", "openai-python / LangChain style"), ("last", "last-defined-wins")):
         out.write(f"   naive assembler, {strategy} ({who}):\n")
