@@ -114,6 +114,14 @@ def test_the_version_has_one_source_which_the_changelog_names(built: tuple[str, 
     assert built[1].name.startswith(f"llm_stream_pipeline-{pipeline.__version__}-")
 
 
+def test_the_installed_distribution_reports_the_same_version() -> None:
+    try:
+        installed = importlib.metadata.version("llm-stream-pipeline")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("run from a source tree that was never installed")
+    assert installed == pipeline.__version__, "a stale install: run the README's pip install -e again"
+
+
 def test_the_metadata_has_project_urls_keywords_and_names_the_three_formats(built: tuple[str, Path]) -> None:
     lines = _metadata(built[1])
     urls = {line.removeprefix("Project-URL: ").partition(", ")[0] for line in lines if line.startswith("Project-URL:")}
