@@ -117,7 +117,9 @@ class FailureRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     message: str
     status: int | None = None
     retry_after_ms: Number | None = None
+    """Whole milliseconds since 0.2; a float written by 0.1 still loads."""
     request_id: str | None = None
+    should_retry: bool | None = None
 
 
 def _check_failure(kind: str, failure: FailureRecord | None, text: str) -> None:
