@@ -323,6 +323,29 @@ def test_ctrl_c_during_chat_prints_the_partial_summary_and_exits_130(emu: Emulat
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def wait_until_read(pipe: int, *, within: float = 60.0) -> None:
+    """Until the reader has taken everything written to ``pipe`` (so it is past its imports, reading): on Linux the
+    pipe's unread byte count (FIONREAD works on either end), elsewhere a fixed head start. A start-up that takes more
+    than a second on a loaded machine must not turn the Ctrl-C into an interrupted import."""
+    try:
+        import fcntl
+        import termios
+    except ImportError:
+        time.sleep(2.0)
+        return
+    deadline = time.monotonic() + within
+    unread = bytearray(4)
+    while time.monotonic() < deadline:
+        try:
+            fcntl.ioctl(pipe, termios.FIONREAD, unread)
+        except OSError:
+            time.sleep(2.0)
+            return
+        if int.from_bytes(unread, sys.byteorder) == 0:
+            return
+        time.sleep(0.02)
+
+
 def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_130() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "replay", "-", "--assembled"],
@@ -331,7 +354,8 @@ def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_13
     assert process.stdin is not None
     process.stdin.write('data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n')
     process.stdin.flush()
-    time.sleep(1.0)  # let it read and translate the first event (not a speed assertion: only a head start)
+    wait_until_read(process.stdin.fileno())
+    time.sleep(0.3)  # let it translate the first event (not a speed assertion: only a head start)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
 
