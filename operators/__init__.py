@@ -81,6 +81,7 @@ from ._close_on_done import close_on_done
 from ._coalesce_identity import coalesce_identity
 from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
+from ._faces import publish as _publish
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
 from ._parse_messages import parse_messages_sse
@@ -137,3 +138,5 @@ __all__ = [
     "parse_stream",
     "retry_when_retryable",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

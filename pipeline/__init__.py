@@ -15,6 +15,7 @@
 from operators import Limits, LlmStreamError, RetryPolicy
 
 from . import _logging
+from ._faces import publish as _publish
 from .agent import (
     Tool,
     ToolDefinitionError,
@@ -102,3 +103,5 @@ __all__ = [
     "translate",
     "translate_batches",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
