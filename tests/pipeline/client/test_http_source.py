@@ -17,12 +17,6 @@ from operators import Code, ToolCallDelta
 from pipeline.emulator import Emulator
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 @pytest.fixture
 def fresh_emu() -> Iterator[Emulator]:
     """An emulator of its own, for counting disconnects without another test's late one."""
