@@ -13,10 +13,8 @@ With no format given, the bytes are held until the first event that says which i
 ``[DONE]``, ``{"error": ...}``) is chat. Undecided when the bytes end (or past ``max_event_bytes`` of them): chat. The
 chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
 
-Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
-
-    bytes:  --"event: message_st"--"art\\ndata: {..}\\n\\n"--|
-    out:    --[]-------------------[c]--------------------|
+The marble diagram is on the factory: ``help(operators.parse_stream)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -173,8 +171,16 @@ class _Detect(BaseStage[bytes, Signal]):
 
 
 def parse_stream(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
-    event names when ``format`` is None. ``ValueError`` for a format this build does not read."""
+    r"""Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
+    event names when ``format`` is None. ``ValueError`` for a format this build does not read.
+
+    Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
+
+        bytes:  --"event: message_st"--"art\ndata: {..}\n\n"--|
+        out:    --[]-------------------[c]--------------------|
+
+    Decision note: docs/decisions/0026-format-detection.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     if format is None:
         return stage_operator(lambda: _Detect(chosen), accepts=(bytes, bytearray, memoryview))

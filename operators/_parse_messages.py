@@ -27,10 +27,8 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
   (``unterminated-event``). Then, without ``message_stop``: after a stop reason, a ``missing-message-stop`` anomaly,
   the finish and usage, ``Done(synthetic=True)``; before one, the usage so far and ``Halt(STREAM_CLOSED)``.
 
-Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
-
-    bytes:  --s--t-----m--x--|
-    out:    --[]-[c]---[]-[c(finish, usage), Done]|
+The marble diagram is on the factory: ``help(operators.parse_messages_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -306,6 +304,14 @@ def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
 
 def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
-    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event."""
+    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event.
+
+    Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
+
+        bytes:  --s--t-----m--x--|
+        out:    --[]-[c]---[]-[c(finish, usage), Done]|
+
+    The format: docs/formats/messages.md; decision note: docs/decisions/0024-messages-format.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))

@@ -27,10 +27,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
 - A payload that is not a JSON object, or an event the parser reads with the wrong shape (a non-string ``delta``...)
   -> ``Halt(MALFORMED_RESPONSE)`` quoting it; any other event is decoded only for its ``type``.
 
-Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
-
-    bytes:  --"data: {t}\\n\\nda"--"ta: {C}\\n\\n"--|
-    out:    --[c]------------------[c(stop, usage), D]|
+The marble diagram is on the factory: ``help(operators.parse_responses_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -301,7 +299,15 @@ def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
 
 
 def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done |
-    Halt | Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    r"""Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
+    Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``).
+
+    Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
+
+        bytes:  --"data: {t}\n\nda"--"ta: {C}\n\n"--|
+        out:    --[c]------------------[c(stop, usage), D]|
+
+    The format: docs/formats/responses.md; decision note: docs/decisions/0025-responses-format.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))
