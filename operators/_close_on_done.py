@@ -188,9 +188,10 @@ def close_on_done(limits: Limits | None = None) -> Rule:
 
     Guarantees: nothing closes before ``Done``; at ``Done`` block-ends in opening order, then the last usage, then the
     (pending) finish; usage precedes every finish, error finishes included; a call lacking its id or name at ``Done``
-    refuses the whole response (``MALFORMED_TOOL_CALL``, naming the wire index and the missing fields) with no block-end
-    — the seed's deliberate change to the anchor's TC-24; ``Halt``, a transport ``StreamFailure`` (``ABORTED`` as an
-    ``aborted`` finish) or any other upstream error give usage then the error finish; nothing after ``Done`` is read.
+    refuses the whole response (``MALFORMED_TOOL_CALL``, naming the wire index and the missing fields) with no
+    block-end (a deliberate choice, docs/decisions/0004-close-on-done.md); ``Halt``, a transport ``StreamFailure``
+    (``ABORTED`` as an ``aborted`` finish) or any other upstream error give usage then the error finish; nothing after
+    ``Done`` is read.
 
     Limits (``close_on_done(limits)``): all text and reasoning deltas of the response together, in UTF-8 bytes, are
     bounded by ``limits.max_text_bytes`` (16 MiB); the delta that crosses it is not emitted, the block texts are
