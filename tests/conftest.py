@@ -7,7 +7,9 @@ a module that needs another configuration (replay folders, ...) overrides ``emul
     def emulator_config() -> EmulatorConfig:
         return EmulatorConfig(replay_dirs=[REAL_STREAMS])
 
-``http`` is an ``httpx.Client`` on the emulator's base URL (5 s timeouts), one per module.
+``http`` is an ``httpx.Client`` on the emulator's base URL (5 s timeouts), one per module; ``fresh_emu`` an emulator
+of a test's own (for counting what the server saw without another test's late request); ``gateway`` the
+loopback gateway of ``tests/leaky_gateway.py`` that echoes the API key back, one per module.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from leaky_gateway import LeakyGateway
 
 from pipeline.emulator import EmulatorConfig
 
@@ -40,3 +43,19 @@ def http(emu: object) -> Iterator[httpx.Client]:
     """An HTTP client on the emulator's base URL."""
     with httpx.Client(base_url=emu.base_url, timeout=httpx.Timeout(5.0)) as client:  # type: ignore[attr-defined]
         yield client
+
+
+@pytest.fixture
+def fresh_emu() -> Iterator[object]:
+    """An emulator of the test's own, for counting disconnects without another test's late one."""
+    from pipeline.emulator import Emulator
+
+    with Emulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[LeakyGateway]:
+    """The loopback gateway that sends the API key back in every place a response can carry it."""
+    with LeakyGateway() as leaky:
+        yield leaky
