@@ -41,16 +41,14 @@ class RequestOptions:
 
     @classmethod
     def of(cls, options: RequestOptions | None, fields: Mapping[str, Any]) -> RequestOptions:
-        """``options``, or the options ``fields`` name (keywords such as ``tools=...``), not both; ``TypeError`` for
-        a field that is not an option."""
-        if options is not None and fields:
-            raise TypeError(f"give options= or {', '.join(sorted(fields))}=, not both")
-        if options is not None:
-            return options
+        """``options`` with the options ``fields`` names (keywords such as ``tools=...``) set over it; ``TypeError``
+        for a field that is not an option."""
         unknown = sorted(set(fields) - set(_FIELDS))
         if unknown:
             raise TypeError(f"unexpected keyword {', '.join(unknown)}; the request options are {', '.join(_FIELDS)}")
-        return cls(**fields)
+        if options is None:
+            return cls(**fields)
+        return attrs.evolve(options, **fields) if fields else options
 
     def values(self) -> tuple[Any, ...]:
         """The fields in declaration order: ``tools, system, temperature, max_tokens, stop, tool_choice``."""

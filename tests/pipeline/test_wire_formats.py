@@ -88,9 +88,13 @@ def test_chat_request_sends_stop_sequences_as_a_list() -> None:
     assert chat_request(HISTORY, model="m", options=RequestOptions(stop=["A", "B"]))["stop"] == ["A", "B"]
 
 
-def test_options_and_keywords_together_or_an_unknown_keyword_are_refused() -> None:
-    with pytest.raises(TypeError, match="not both"):
-        responses_request(HISTORY, model="m", options=RequestOptions(), system="S")
+def test_a_keyword_sets_its_option_over_the_options_value() -> None:
+    body = messages_request(HISTORY, model="m", options=RequestOptions(max_tokens=9, system="A"), system="B")
+
+    assert (body["max_tokens"], body["system"]) == (9, "B\n\nBe brief.")
+
+
+def test_an_unknown_keyword_is_refused_naming_the_options() -> None:
     with pytest.raises(TypeError, match=re.escape("unexpected keyword top_p")):
         responses_request(HISTORY, model="m", top_p=0.1)
 
