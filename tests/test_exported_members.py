@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import pickle
+import pkgutil
 import pydoc
 import sys
 import types
@@ -28,21 +29,22 @@ import pytest
 
 import operators
 import pipeline
+import pipeline.formats
 from operators.wire import WireChunk
 
-FACES = (
-    "operators",
-    "operators.wire",
-    "operators.extend",
-    "pipeline",
-    "pipeline.agent",
-    "pipeline.cli",
-    "pipeline.client",
-    "pipeline.compose",
-    "pipeline.emulator",
-    "pipeline.sanitize",
-    "pipeline.session",
-)
+
+def _faces() -> tuple[str, ...]:
+    """Every public module of the two packages: the packages, and each submodule without a ``_`` in its path."""
+    names = []
+    for package in (operators, pipeline):
+        names.append(package.__name__)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                names.append(info.name)
+    return tuple(names)
+
+
+FACES = _faces()
 EXTEND_TYPES = frozenset({"Batch", "Operator", "Rule", "Signal"})  # operators' types, re-exported by extend
 LIBRARY = frozenset({"operators", "pipeline"})  # operators.wire.DecodeError is msgspec's own
 NOT_MEMBERS = frozenset({"annotations", "TYPE_CHECKING"})  # from __future__ / typing, in the lazily importing faces
@@ -65,6 +67,14 @@ def classes_and_functions() -> list[tuple[str, str, object]]:
         for name, value in exported(face_name)
         if isinstance(value, (type, types.FunctionType)) and value.__module__.partition(".")[0] in LIBRARY
     ]
+
+
+def test_the_faces_are_the_documented_ones() -> None:
+    assert set(FACES) == {
+        "operators", "operators.wire", "operators.extend", "pipeline", "pipeline.agent", "pipeline.cli",
+        "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.sanitize",
+        "pipeline.session",
+    }
 
 
 @pytest.mark.parametrize("face_name", FACES)
@@ -128,6 +138,7 @@ def test_pipeline_re_exports_the_application_names_from_their_faces() -> None:
         operators.Finish(operators.FinishReason("stop")),
         operators.RetryPolicy(max_retries=2),
         pipeline.ConfigError("no model"),
+        pipeline.formats.RequestOptions(max_tokens=5, stop=["END"]),
         msgspec.json.decode(b'{"id": "c", "choices": []}', type=WireChunk),
     ],
     ids=lambda v: type(v).__name__,
