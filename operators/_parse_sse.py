@@ -55,7 +55,7 @@ from ._provider_errors import classify_inband_error
 from ._signals import Done, Halt, Signal
 from ._sse_framing import SseFraming, quote
 from ._stage import Batch, Operator, stage_operator
-from ._usage_keys import EMPTY_USAGE, other_usage
+from ._usage_keys import other_usage, reads_nothing
 from ._wire import UNSET, DecodeError, WireChunk, decode_chunk
 
 __all__ = ["chat_stage", "parse_sse"]
@@ -90,7 +90,8 @@ class _ParseSse(SseFraming):
             return
         if chunk.choices is None and self._foreign(payload, out):
             return
-        if chunk.usage == EMPTY_USAGE:  # no OpenAI key holds a count: the keys are read here, or named
+        usage = chunk.usage
+        if usage is not None and reads_nothing(usage):  # no OpenAI key holds a count: read the others, or name them
             chunk = self._other_usage(payload, chunk, out)
         out.append(chunk)
         if chunk.error is not UNSET and chunk.error is not None:

@@ -3,7 +3,7 @@ absent and named, never 0 (docs/decisions/0046-usage-in-other-keys.md).
 
 Gateways relaying Anthropic (or Responses) counts into chat-completions chunks write ``input_tokens`` /
 ``output_tokens`` where OpenAI writes ``prompt_tokens`` / ``completion_tokens``. ``parse_sse`` calls ``other_usage``
-only for a usage object in which no OpenAI key holds a value:
+only for a usage object in which no OpenAI key but ``total_tokens`` holds a value (``reads_nothing``):
 
 - ``input_tokens`` / ``output_tokens`` with Anthropic's cache keys (``cache_read_input_tokens``,
   ``cache_creation_input_tokens``): Anthropic's meaning, ``input_tokens`` excluding the cache (as the Messages
@@ -27,10 +27,19 @@ from ._responses_events import ResponsesUsage
 from ._responses_events import wire_usage as responses_usage
 from ._wire import WireUsage
 
-__all__ = ["EMPTY_USAGE", "other_usage"]
+__all__ = ["other_usage", "reads_nothing"]
 
-EMPTY_USAGE = WireUsage()
-"""A chat usage in which no OpenAI key holds a value: the only one ``other_usage`` is asked about."""
+
+def reads_nothing(usage: WireUsage) -> bool:
+    """True when no OpenAI key but ``total_tokens`` (which both families use) holds a value: the only usage
+    ``other_usage`` is asked about."""
+    return (
+        usage.prompt_tokens is None
+        and usage.completion_tokens is None
+        and usage.prompt_tokens_details is None
+        and usage.completion_tokens_details is None
+        and usage.prompt_cache_hit_tokens is None
+    )
 
 _ANTHROPIC_CACHE = frozenset({"cache_read_input_tokens", "cache_creation_input_tokens"})
 
