@@ -58,7 +58,7 @@ def plain(out: list[Chunk]) -> list[Chunk]:
 
 def usage_then_finish(out: list[Chunk]) -> Usage:
     """The usage chunk, which must come right before the finish."""
-    usage = [c for c in plain(out)][-2]
+    usage = list(plain(out))[-2]
     assert isinstance(usage, UsageChunk), plain(out)[-3:]
     return usage.usage
 
@@ -102,7 +102,9 @@ def test_done_before_any_stop_reason_is_a_cut_stream_after_its_usage_and_ends_th
     out = chunks(sse(start(), *tool(0, "toolu_1"), "[DONE]", STOP_REASON, {"type": "message_stop"}), "messages")
 
     failure = finish(out).reason.failure
-    assert failure is not None and failure.code == Code.STREAM_CLOSED and "[DONE]" in failure.message
+    assert failure is not None
+    assert failure.code == Code.STREAM_CLOSED
+    assert "[DONE]" in failure.message
     assert usage_then_finish(out) == Usage(input_tokens=100, output_tokens=1, total_tokens=101)
 
 
@@ -136,8 +138,10 @@ def test_a_second_message_inside_the_open_one_is_a_cut_stream_not_one_merged_ans
     out = chunks(sse(*first, *second), "messages")
 
     failure = finish(out).reason.failure
-    assert failure is not None and failure.code == Code.STREAM_CLOSED
-    assert "msg_second" in failure.message and "msg_first" in failure.message
+    assert failure is not None
+    assert failure.code == Code.STREAM_CLOSED
+    assert "msg_second" in failure.message
+    assert "msg_first" in failure.message
     assert failure.code in DEFAULT_RETRYABLE_CODES
     assert kinds(out) == ["message-restarted"]
     assert usage_then_finish(out) == Usage(input_tokens=100, output_tokens=1, total_tokens=101)
@@ -168,7 +172,8 @@ def test_a_client_executed_tool_search_call_is_an_item_to_act_on_not_retried() -
                  "responses")
 
     failure = finish(out).reason.failure
-    assert failure is not None and failure.code == Code.UNSUPPORTED_OUTPUT
+    assert failure is not None
+    assert failure.code == Code.UNSUPPORTED_OUTPUT
     assert "tool_search_call (execution client)" in failure.message
     assert failure.code not in DEFAULT_RETRYABLE_CODES
     assert kinds(out) == ["unsupported-item"]
@@ -187,7 +192,9 @@ def test_done_before_the_terminal_event_ends_a_responses_stream_there() -> None:
     out = chunks(sse(text, "[DONE]", COMPLETED), "responses")
 
     failure = finish(out).reason.failure
-    assert failure is not None and failure.code == Code.STREAM_CLOSED and "[DONE]" in failure.message
+    assert failure is not None
+    assert failure.code == Code.STREAM_CLOSED
+    assert "[DONE]" in failure.message
 
 
 # -- a stream of another format --------------------------------------------------------------------------------------
@@ -207,8 +214,10 @@ def test_a_stream_of_another_format_is_named_and_not_retried(seen: str, read_as:
     out = chunks(STREAMS[seen].read_bytes(), read_as)
 
     failure = finish(out).reason.failure
-    assert failure is not None and failure.code == Code.MALFORMED_RESPONSE
-    assert failure.message.startswith(NAMES[seen]) and f"format={seen!r}" in failure.message
+    assert failure is not None
+    assert failure.code == Code.MALFORMED_RESPONSE
+    assert failure.message.startswith(NAMES[seen])
+    assert f"format={seen!r}" in failure.message
     assert failure.code not in DEFAULT_RETRYABLE_CODES
     detected = chunks(STREAMS[seen].read_bytes(), None)
     assert finish(detected).reason.kind != "error"  # detection reads it as what it is
