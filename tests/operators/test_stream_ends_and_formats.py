@@ -67,8 +67,8 @@ def usage_then_finish(out: list[Chunk]) -> Usage:
 
 
 def start(id: str = "msg_1", input_tokens: int = 100) -> Json:
-    message = {"id": id, "type": "message", "role": "assistant", "content": [], "stop_reason": None,
-               "usage": {"input_tokens": input_tokens, "output_tokens": 1}}
+    message: Json = {"id": id, "type": "message", "role": "assistant", "content": [], "stop_reason": None,
+                     "usage": {"input_tokens": input_tokens, "output_tokens": 1}}
     return {"type": "message_start", "message": message}
 
 
