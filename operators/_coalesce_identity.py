@@ -36,6 +36,7 @@ from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
 from ._signals import FinishSeen, ReasoningEnd, ReasoningSeal, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 from ._usage import checked_usage, merge_usage
+from ._usage_keys import counts_anything
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall, WireUsage
 
 __all__ = ["coalesce_identity"]
@@ -138,7 +139,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
             mapped, dropped = checked_usage(merged)
             if dropped:
                 out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
-            out.append(UsageSeen(mapped))
+            if not dropped or counts_anything(merged):  # no valid count at all is no usage, never 0/0 (0046)
+                out.append(UsageSeen(mapped))
 
     def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content

@@ -13,7 +13,9 @@ only for a usage object in which no OpenAI key but ``total_tokens`` holds a valu
 - No key the library reads (``{"tokens": 5}``): nothing is read.
 
 What is not read is absent (no ``usage`` chunk, never 0/0) and named in an ``unknown-usage`` anomaly. An object
-that holds no value at all (``{}``, every key ``null``) is no usage, silently.
+that holds no value at all (``{}``, every key ``null``) is no usage, silently. Likewise, in every format, a usage whose
+input and output counts are both invalid (``invalid-usage``) reports no usage rather than 0/0 (``counts_anything``,
+read by ``coalesce_identity``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import msgspec
 from ._messages_events import wire_usage as messages_usage
 from ._responses_events import ResponsesUsage
 from ._responses_events import wire_usage as responses_usage
+from ._usage import checked_usage
 from ._wire import WireUsage
 
-__all__ = ["other_usage", "reads_nothing"]
+__all__ = ["counts_anything", "other_usage", "reads_nothing"]
 
 
 def reads_nothing(usage: WireUsage) -> bool:
@@ -76,3 +79,11 @@ def other_usage(raw: object) -> tuple[WireUsage | None, str | None]:
     if usage is None:
         return None, f"usage keys {keys} hold no number this library reads; no counts reported"
     return usage, None
+
+
+def counts_anything(usage: WireUsage) -> bool:
+    """Whether the prompt or the completion count of ``usage`` is a valid count (``checked_usage`` drops the others):
+    when neither is, the usage reports nothing, and ``coalesce_identity`` emits none rather than 0/0."""
+    pair = WireUsage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+    given = (usage.prompt_tokens is not None) + (usage.completion_tokens is not None)
+    return given > len(checked_usage(pair)[1])

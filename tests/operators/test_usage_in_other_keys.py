@@ -86,3 +86,18 @@ def test_an_earlier_count_survives_a_later_unreadable_usage() -> None:
 
     assert _usage(data) == [{"input_tokens": 4, "output_tokens": 2, "total_tokens": 6}]
     assert len(_unknown(data)) == 1
+
+
+@pytest.mark.parametrize(
+    ("wire", "reported"),
+    [
+        ({"prompt_tokens": -1, "completion_tokens": 1.5}, []),
+        ({"prompt_tokens": -1, "completion_tokens": 2}, [{"input_tokens": 0, "output_tokens": 2}]),
+    ],
+    ids=["both-invalid", "one-valid"],
+)
+def test_a_usage_with_no_valid_count_is_no_usage_not_zero(wire: Json, reported: list[Json]) -> None:
+    data = _stream(wire)
+
+    assert _usage(data) == reported
+    assert [a["kind"] for a in of_type(run(data, anomalies=True), "anomaly")] == ["invalid-usage"]
