@@ -111,8 +111,11 @@ class _ParseSse(SseFraming):
         return True
 
     def _other_usage(self, payload: bytes, chunk: WireChunk, out: list[Signal]) -> WireChunk:
-        body = msgspec.json.decode(payload)  # decoded once already, as a WireChunk: valid JSON
-        usage, unknown = other_usage(body.get("usage"))
+        try:  # decoded once already, as a WireChunk: a JSON object, unless nested too deep for a generic decode
+            raw = msgspec.json.decode(payload).get("usage")
+        except (msgspec.DecodeError, RecursionError):
+            raw = {"?": "nested deeper than the decoder allows"}
+        usage, unknown = other_usage(raw)
         if unknown is not None:
             out.append(Anomaly("unknown-usage", None, unknown))
         return msgspec.structs.replace(chunk, usage=usage)
