@@ -99,6 +99,7 @@ class _ParseMessages(SseFraming):
     """Messages: one handler per payload ``type``; ``message_stop`` the end."""
 
     __slots__ = ("blocks", "finish", "message_id", "started", "usage")
+    END_NAME = "message_stop"
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)

@@ -88,6 +88,7 @@ class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
     __slots__ = ("by_item_id", "calls", "reported", "unsupported")
+    END_NAME = "the terminal event"
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)
@@ -304,12 +305,6 @@ class _ParseResponses(SseFraming):
         if key not in self.reported:
             self.reported.add(key)
             out.append(Anomaly(kind, None, detail))
-
-    def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
-        remaining.append(rest)
-        if any(line[:5] == b"data:" and line[5:].strip() != _DONE for line in remaining):
-            out.insert(len(out) - 1, Anomaly("payload-after-done", None,
-                                             "data arrived after the terminal event; it was not read"))
 
     def on_end(self, out: list[Signal]) -> None:
         self.read_unterminated(out)

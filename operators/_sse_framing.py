@@ -154,6 +154,9 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.data.clear()
         self.open_bytes = 0
 
+    END_NAME = "[DONE]"
+    """What ends the format's stream, as ``payload-after-done`` names it."""
+
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         raise NotImplementedError
 
@@ -181,10 +184,13 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.dispatch(payload, out)
 
     def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
+        """Data already received after the end is reported (``payload-after-done``), except a ``data: [DONE]``: a
+        terminator after a format's own end event (Messages' ``message_stop``, Responses' terminal event) is not
+        data, so the output never depends on whether it came in the same read (decision 0043)."""
         remaining.append(rest)
-        if any(line[:5] == b"data:" for line in remaining):
+        if any(line[:5] == b"data:" and line[5:].strip() != b"[DONE]" for line in remaining):
             out.insert(
                 len(out) - 1,
-                Anomaly("payload-after-done", None, "data arrived after [DONE]; it was not read"),
+                Anomaly("payload-after-done", None, f"data arrived after {self.END_NAME}; it was not read"),
             )
 

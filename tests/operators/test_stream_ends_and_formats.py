@@ -221,3 +221,16 @@ def test_a_stream_of_another_format_is_named_and_not_retried(seen: str, read_as:
     assert failure.code not in DEFAULT_RETRYABLE_CODES
     detected = chunks(STREAMS[seen].read_bytes(), None)
     assert finish(detected).reason.kind != "error"  # detection reads it as what it is
+
+
+@pytest.mark.parametrize("fmt", ["messages", "responses"])
+def test_a_done_after_the_formats_own_end_changes_nothing_whatever_the_split(fmt: Any) -> None:
+    data = STREAMS[fmt].read_bytes()
+    done = b"data: [DONE]\n\n"
+    whole = chunks(data, fmt)
+
+    assert chunks(data + done, fmt) == whole
+    out: list[Chunk] = []
+    source = parse_stream(fmt)(bytes_source([data, done]))  # the [DONE] in a read of its own
+    to_chunks(anomalies=True)(apply(source, protocol_rules())).subscribe(out.append)
+    assert out == whole
