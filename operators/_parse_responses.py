@@ -17,8 +17,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   every event a new ``item_id``; ``item_id`` is only a fallback). Arguments given whole (``arguments.done`` or
   ``output_item.done`` with no delta before, as LM Studio sends) are emitted once, at the first of them.
 - Server-side tool items (``web_search_call``, ``code_interpreter_call``, ``mcp_call``...) are a ``server-tool``
-  anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``..., and a ``tool_search_call``
-  with ``execution: "client"``, decision 0045) ``unsupported-item``;
+  anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``..., and any item with
+  ``execution: "client"``, such as a ``tool_search_call`` the client runs: decision 0045) ``unsupported-item``;
   unknown events ``unknown-event``. None of them is an error, except that a response completing with an
   unsupported item (the model waits for the client to act on it) ends, after its usage, with the error
   ``UNSUPPORTED_OUTPUT`` naming the items, not retried (decision 0025).
@@ -180,7 +180,7 @@ class _ParseResponses(SseFraming):
             if done:
                 out.append(ReasoningEnd(encrypted=non_empty(item.encrypted_content), item_id=non_empty(item.id)))
         elif kind not in _OWN_ITEMS and not done:
-            if item.execution == "client":  # a tool_search_call the client runs: not the provider's (decision 0045)
+            if item.execution == "client":  # the client's to run (a tool_search_call...), never a server tool (0045)
                 kind = f"{kind[:60]} (execution client)"
             if kind in SERVER_TOOL_ITEMS:
                 out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
