@@ -21,6 +21,8 @@ from ._stage import BaseStage
 __all__ = ["SseFraming", "quote"]
 
 _BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+_NO_DATA = (b"", _DONE)  # after the end: an empty data line or a terminator is nothing unread
 
 
 def quote(payload: bytes, limit: int = 120) -> str:
@@ -184,11 +186,13 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.dispatch(payload, out)
 
     def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
-        """Data already received after the end is reported (``payload-after-done``), except a ``data: [DONE]``: a
-        terminator after a format's own end event (Messages' ``message_stop``, Responses' terminal event) is not
-        data, so the output never depends on whether it came in the same read (decision 0043)."""
-        remaining.append(rest)
-        if any(line[:5] == b"data:" and line[5:].strip() != b"[DONE]" for line in remaining):
+        """Data already received after the end is reported (``payload-after-done``), except an empty ``data:`` line
+        and a ``data: [DONE]``, whole or cut by the read: a terminator after a format's own end event (Messages'
+        ``message_stop``, Responses' terminal event) is not data, so the output never depends on how it was split
+        (decision 0043)."""
+        if any(line[:5] == b"data:" and line[5:].strip() not in _NO_DATA for line in remaining) or (
+            rest[:5] == b"data:" and not _DONE.startswith(rest[5:].strip())  # a [DONE] cut by the read is no data
+        ):
             out.insert(
                 len(out) - 1,
                 Anomaly("payload-after-done", None, f"data arrived after {self.END_NAME}; it was not read"),

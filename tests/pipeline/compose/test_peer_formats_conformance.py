@@ -11,6 +11,9 @@ Each stream is replayed as its README says, through the command line a user runs
 - ``usage`` (only where given): the keys given; ``null`` means no usage is reported;
 - ``reasoning_blocks`` (only where given): ``signature`` / ``encrypted`` / ``item_id`` of each reasoning block-end.
 
+Beside the expectations: detection and the named format agree (or the named read refuses the stream naming the
+format it is), and any read size gives the same chunks.
+
 One expectation records a rule this library has since replaced by a documented decision (``SUPERSEDED``): the case
 is checked against the new rule, and the expectation's own finish is asserted to differ, so the entry cannot go stale.
 """
@@ -24,6 +27,8 @@ from typing import Any
 
 import pytest
 
+import pipeline
+from operators import detect_format
 from pipeline.cli import main
 
 REPO = Path(__file__).resolve().parents[3]
@@ -115,3 +120,29 @@ def test_replay_agrees_with_what_the_peer_suite_asserts(path: Path, capsys: pyte
     ]
     assert len(content["tool_calls"]) == len(expected["tool_calls"])
     assert got_calls == [{k: w[k] for k in ("id", "name", "arguments")} for w in expected["tool_calls"]]
+
+
+def _collect(pieces: list[bytes], fmt: Any) -> list[Any]:
+    return [chunk.to_json() for chunk in pipeline.collect(pieces, format=fmt, anomalies=True)]
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_detection_and_the_named_format_agree(path: Path) -> None:
+    """Detected, each stream is read as the format it is; named, as its expectation names it. The two agree, or the
+    named read refuses the stream in one line naming the format detection found (not retried)."""
+    fmt = json.loads(path.with_name(path.stem + ".expected.json").read_text())["format"]
+    data = path.read_bytes()
+    detected, named = _collect([data], None), _collect([data], fmt)
+    if detected != named:
+        failure = named[-1]["reason"]["failure"]
+        assert failure["code"] == "MALFORMED_RESPONSE"
+        assert f"format={detect_format(data)!r}" in failure["message"]
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_any_read_size_gives_the_same_chunks(path: Path) -> None:
+    fmt = json.loads(path.with_name(path.stem + ".expected.json").read_text())["format"]
+    data = path.read_bytes()
+    whole = _collect([data], fmt)
+    for size in (1, 7, 4096):
+        assert _collect([data[i : i + size] for i in range(0, len(data), size)], fmt) == whole
