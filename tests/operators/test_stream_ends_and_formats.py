@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from operators import (
     DEFAULT_RETRYABLE_CODES,
@@ -234,3 +236,38 @@ def test_a_done_after_the_formats_own_end_changes_nothing_whatever_the_split(fmt
     source = parse_stream(fmt)(bytes_source([data, done]))  # the [DONE] in a read of its own
     to_chunks(anomalies=True)(apply(source, protocol_rules())).subscribe(out.append)
     assert out == whole
+
+
+EVENT_STREAMS = sorted((SHARED / "messages").glob("*.sse")) + sorted((SHARED / "responses").glob("*.sse"))
+
+
+def _seen(out: list[Chunk]) -> list[Any]:
+    """The chunks, with the two messages that say where the stream ended left out, and the notice that data after
+    the end was not read (it was: the test sends the whole stream again after ``[DONE]``)."""
+    shown: list[Any] = []
+    for chunk in out:
+        data = chunk.to_json()
+        if data["type"] == "anomaly" and data["kind"] == "payload-after-done":
+            continue
+        if data["type"] == "anomaly" and data["kind"] == "missing-message-stop":
+            data.pop("detail")
+        if data["type"] == "finish" and "failure" in data["reason"]:
+            data["reason"]["failure"].pop("message")
+        shown.append(data)
+    return shown
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(EVENT_STREAMS or [Path("-")]), at=st.integers(min_value=0, max_value=10_000))
+def test_done_anywhere_ends_the_stream_exactly_as_the_end_of_the_bytes_would(path: Path, at: int) -> None:
+    """Messages and Responses: the bytes up to an event boundary, then ``data: [DONE]`` and more events, give what
+    those bytes alone give (but for the words saying where the stream ended)."""
+    if not path.exists():
+        pytest.skip("no fixtures")
+    fmt = "messages" if path.parent.name == "messages" else "responses"
+    data = path.read_bytes().replace(b"\r\n", b"\n")
+    events = data.split(b"\n\n")
+    cut = b"\n\n".join(events[: at % (len(events) + 1)])
+    head = cut + b"\n\n" if cut else b""
+
+    assert _seen(chunks(head + b"data: [DONE]\n\n" + data, fmt)) == _seen(chunks(head, fmt))
