@@ -92,7 +92,7 @@ def test_an_earlier_count_survives_a_later_unreadable_usage() -> None:
     ("wire", "reported"),
     [
         ({"prompt_tokens": -1, "completion_tokens": 1.5}, []),
-        ({"prompt_tokens": -1, "completion_tokens": 2}, [{"input_tokens": 0, "output_tokens": 2}]),
+        ({"prompt_tokens": -1, "completion_tokens": 2}, [{"output_tokens": 2}]),
     ],
     ids=["both-invalid", "one-valid"],
 )
@@ -101,3 +101,16 @@ def test_a_usage_with_no_valid_count_is_no_usage_not_zero(wire: Json, reported: 
 
     assert _usage(data) == reported
     assert [a["kind"] for a in of_type(run(data, anomalies=True), "anomaly")] == ["invalid-usage"]
+
+
+@pytest.mark.parametrize(
+    ("wire", "counts"),
+    [
+        ({"output_tokens": 7, "service_tier": "standard"}, {"output_tokens": 7}),
+        ({"completion_tokens": 5}, {"output_tokens": 5}),
+        ({"prompt_tokens": 9}, {"input_tokens": 9}),
+    ],
+    ids=["anthropic-output-only", "completion-only", "prompt-only"],
+)
+def test_a_count_the_wire_does_not_give_is_absent_never_zero(wire: Json, counts: Json) -> None:
+    assert _usage(_stream(wire)) == [counts]

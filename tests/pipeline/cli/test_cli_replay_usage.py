@@ -43,3 +43,15 @@ def test_unknown_usage_keys_report_no_counts_and_name_the_anomaly(
     assert "unknown-usage usage keys tokens hold no count" in shown
     assert "usage " not in shown.split("finish")[-1]  # the summary shows no usage line, not "usage 0 0"
     assert "input 0" not in shown
+
+
+def test_a_usage_with_one_count_is_rendered_with_that_count_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _file(tmp_path, '{"output_tokens": 34}')
+    assert main(["replay", "--format", "chat", "--color", "never", str(path)]) == 0
+    shown = capsys.readouterr().out
+
+    assert "usage        output 34" in shown
+    assert 'usage {"output_tokens": 34}' in shown
+    assert "input" not in shown
