@@ -21,7 +21,8 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   after it opens a new block.
 - Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
   no top-level usage), merged with the earlier usage (decision 0012); a merged usage with neither a valid input nor a
-  valid output count is reported only as ``invalid-usage``, never as 0/0 (decision 0046). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
+  valid output count is reported only as ``invalid-usage``, never as 0/0 (decision 0046). Only choice 0 is the
+  message; other choices (``n`` > 1) are reported as ``extra-choice``.
 
 Marble (``c1`` opens call a/Glob, ``c2`` repeats the name as ``""``)::
 
