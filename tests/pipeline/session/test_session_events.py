@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from session_builders import FAILURE, attempt, open_session, record_tool_turn, retry, tool_turn, user, write_log
 
-from operators import LlmStreamError
+from operators import LlmStreamError, Usage
 from pipeline.session import (
     AssistantAttemptEvent,
     AssistantMessageEvent,
@@ -193,6 +193,17 @@ def test_shape_errors_name_the_field_and_what_was_expected(log: Path, data: dict
             1, 1, content=[], provider="openai", model="gpt-4o", usage=data, finish={"kind": "stop"}
         )
     assert message in str(refused.value)
+
+
+def test_a_usage_count_the_provider_did_not_give_is_stored_absent_and_loads_back(log: Path) -> None:
+    """Decision 0046: an unknown count is left out (never 0), in the log as in the protocol."""
+    with open_session(log, [user()]) as session:
+        session.append_assistant_message(
+            1, 1, content=[], provider="openai", model="gpt-4o", usage=Usage(None, 5), finish={"kind": "stop"}
+        )
+    assert '"usage":{"output_tokens":5}' in log.read_text()
+    (stored,) = [event for event in Session.load(log) if isinstance(event, AssistantMessageEvent)]
+    assert stored.data["message"]["usage"] == {"output_tokens": 5}
 
 
 def test_a_finish_failure_must_match_its_kind(log: Path) -> None:
