@@ -20,7 +20,9 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   encrypted reasoning opens a block when none is open, as a ``redacted_thinking`` block has no text), and reasoning
   after it opens a new block.
 - Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
-  no top-level usage). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
+  no top-level usage), merged with the earlier usage (decision 0012); a merged usage with neither a valid input nor a
+  valid output count is reported only as ``invalid-usage``, never as 0/0 (decision 0046). Only choice 0 is the
+  message; other choices (``n`` > 1) are reported as ``extra-choice``.
 
 The marble diagram is on the factory: ``help(operators.coalesce_identity)`` (docs/operators.md is generated from
 the factories' docstrings).
@@ -34,6 +36,7 @@ from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
 from ._signals import FinishSeen, ReasoningEnd, ReasoningSeal, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 from ._usage import checked_usage, merge_usage
+from ._usage_keys import counts_anything
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall, WireUsage
 
 __all__ = ["coalesce_identity"]
@@ -136,7 +139,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
             mapped, dropped = checked_usage(merged)
             if dropped:
                 out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
-            out.append(UsageSeen(mapped))
+            if not dropped or counts_anything(merged):  # no valid count at all is no usage, never 0/0 (0046)
+                out.append(UsageSeen(mapped))
 
     def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content

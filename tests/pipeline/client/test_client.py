@@ -72,6 +72,7 @@ async def test_two_malformed_tool_calls_then_success(emu: Emulator) -> None:
     assert message.usage == one
     assert message.usage_total == one + one + one
     assert message.usage_total is not None
+    assert one.input_tokens is not None
     assert message.usage_total.input_tokens == 3 * one.input_tokens
     assert message.usage_total.output_tokens == 18
 

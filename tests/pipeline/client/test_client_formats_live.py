@@ -65,6 +65,8 @@ async def test_each_format_profile_ends_as_the_chat_completions_profile_does(
 async def test_usage_of_each_format_comes_out_disjoint(emu: Emulator, api: str) -> None:
     usage = (await complete(emu, api, "clean")).usage
     assert usage is not None
+    assert usage.input_tokens is not None
+    assert usage.output_tokens is not None
     assert usage.cache_read_tokens == 16
     if api == "messages":
         assert usage.cache_write_tokens == 8
