@@ -74,8 +74,8 @@ class _ParseMessages(SseFraming):
 
     __slots__ = ("blocks", "finish", "started", "usage")
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.blocks: dict[int, Block] = {}
         self.usage: dict[str, Any] = {}
         self.finish: str | None = None
@@ -299,13 +299,13 @@ class _ParseMessages(SseFraming):
     }
 
 
-def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def messages_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
-    return _ParseMessages(limits)
+    return _ParseMessages(limits, comments=comments)
 
 
-def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
     Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event."""
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

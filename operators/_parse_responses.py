@@ -73,8 +73,8 @@ class _ParseResponses(SseFraming):
 
     __slots__ = ("by_item_id", "calls", "reported", "unsupported")
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
@@ -295,13 +295,13 @@ class _ParseResponses(SseFraming):
         out.append(Halt(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event")))
 
 
-def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def responses_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Responses parsing stage (what ``parse_responses_sse`` runs per subscription)."""
-    return _ParseResponses(limits)
+    return _ParseResponses(limits, comments=comments)
 
 
-def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done |
     Halt | Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -3,7 +3,9 @@
 Rule (docs/decisions/0001-parse-sse.md):
 
 - SSE framing per the WHATWG rules: LF, CR and CRLF line ends (a CRLF split across two reads is one line end); a
-  leading UTF-8 BOM is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies); ``data:`` with or
+  leading UTF-8 BOM is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies when
+  ``comments=True``; counted by ``limits.max_ignored_lines`` either way,
+  docs/decisions/0039-ignored-lines.md); ``data:`` with or
   without one space; several ``data:`` lines joined by ``\\n``; ``event:``, ``id:``, ``retry:`` understood; an event
   with no data dispatches nothing. The framing works on bytes and only splits at line-end bytes, so a UTF-8
   character split across reads is never cut.
@@ -99,14 +101,15 @@ class _ParseSse(SseFraming):
             out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
 
 
-def chat_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def chat_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh chat-completions parsing stage (what ``parse_sse`` runs per subscription)."""
-    return _ParseSse(limits)
+    return _ParseSse(limits, comments=comments)
 
 
-def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
-    ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    ``limits.max_event_bytes`` bounds one line and one event, ``limits.max_ignored_lines`` the lines that carry
+    nothing (``LIMIT_EXCEEDED``); ``comments=True`` reports each comment line as a ``comment`` anomaly."""
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseSse(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseSse(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
 
