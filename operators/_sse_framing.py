@@ -176,7 +176,7 @@ class SseFraming(BaseStage[bytes, Signal]):
             return False
         what = "lines carrying nothing (comments, blank lines that end no event, retry: and unknown fields)"
         out.append(Halt(limit_exceeded("max_ignored_lines", self.ignored, self.limits.max_ignored_lines, what)))
-        self._stop()
+        self._end_framing()
         return True
 
     def _line_exceeded(self, out: list[Signal]) -> None:
@@ -185,9 +185,9 @@ class SseFraming(BaseStage[bytes, Signal]):
 
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
         out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
-        self._stop()
+        self._end_framing()
 
-    def _stop(self) -> None:
+    def _end_framing(self) -> None:
         self.finished = True
         self.pending.clear()
         self.data.clear()

@@ -1,8 +1,8 @@
 """One upstream attempt, sans I/O: response bytes in, clean OpenAI SSE bytes out (``Sanitizer``), and the retry
 budget across attempts (``Attempts``). The sync and async transports and the proxy only move bytes and sleep.
 
-The bytes go through the library's own chain (``translate_batches``: ``parse_sse`` and ``protocol_rules()``), then the API
-key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
+The bytes go through the library's own chain (``translate_batches``: ``parse_sse`` and ``protocol_rules()``), then the
+API key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
 The completion's id, model and creation time are taken from the first upstream event that has them (the request's
 model and a generated id otherwise), so a client sees the provider's own id.
 """

@@ -78,7 +78,8 @@ class Run:
 def feed(*pieces: bytes, comments: bool = False) -> Run:
     """Feeds ``pieces`` (one per read) to a fresh ``parse_sse`` and records what comes out."""
     run = Run()
-    reactivex.from_iterable(pieces).pipe(parse_sse(comments=comments)).subscribe(run.on_next, run.on_error, run.on_completed)
+    operator = parse_sse(comments=comments)
+    reactivex.from_iterable(pieces).pipe(operator).subscribe(run.on_next, run.on_error, run.on_completed)
     return run
 
 

@@ -1,0 +1,59 @@
+"""Comment floods through ``ChatClient``: a gzip body of comment lines (1 MiB inflating to 1 GiB) from a raw server
+on 127.0.0.1 (tests/hostile_server) ends within bounds, whether the ignored-line limit or the total deadline ends it.
+Each scenario runs in a subprocess so its peak memory (``ru_maxrss``) is its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+_SCRIPT = """
+import asyncio, json, resource, sys, time
+sys.path.insert(0, {tests!r})
+from hostile_server import HostileServer
+from operators import Limits
+from pipeline.client import ChatClient
+
+async def main():
+    async with HostileServer("gzip-comments", bomb_bytes=1 << 30) as server:
+        client = ChatClient(server.base_url, model="m", total_timeout={total}, limits=Limits(**{limits!r}))
+        started = time.monotonic()
+        chunks = [c async for c in client.stream([{{"role": "user", "content": "hi"}}], retry=False)]
+        took = time.monotonic() - started
+        await client.aclose()
+    failure = chunks[-1].reason.failure
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({{"code": failure.code, "message": failure.message, "took": took, "rss_mib": rss}}))
+
+asyncio.run(main())
+"""
+
+
+def _run(total: float, limits: dict[str, int]) -> dict[str, object]:
+    tests = str(Path(__file__).parents[2])
+    script = _SCRIPT.format(tests=tests, total=total, limits=limits)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_gzip_body_of_comment_lines_ends_at_the_ignored_line_limit_within_20_s_and_400_mib() -> None:
+    result = _run(10, {})
+
+    assert result["code"] == "LIMIT_EXCEEDED"
+    assert "max_ignored_lines=100000" in str(result["message"])
+    assert float(result["took"]) < 20  # type: ignore[arg-type]
+    assert float(result["rss_mib"]) < 400  # type: ignore[arg-type]
+
+
+def test_the_total_timeout_fires_while_a_gzip_body_of_comment_lines_is_being_read() -> None:
+    result = _run(1, {"max_ignored_lines": 10**9})
+
+    assert result["code"] == "TIMEOUT"
+    assert "total_timeout=1" in str(result["message"])
+    assert float(result["took"]) < 20  # type: ignore[arg-type]
+    assert float(result["rss_mib"]) < 400  # type: ignore[arg-type]
