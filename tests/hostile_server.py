@@ -8,8 +8,8 @@ Modes: ``never-answers`` (accepts, reads, says nothing), ``status-only`` (``HTTP
 part of its body, then nothing), ``endless-error-body`` (a chunked 500 body that never ends), ``gzip-bomb`` (a 500
 whose ``Content-Encoding: gzip`` body inflates to ``bomb_bytes``), ``keepalive-forever`` (a 200 event stream with a
 ``: keep-alive`` comment every ``interval`` seconds, forever), ``gzip-comments`` (a 200 event stream whose
-``Content-Encoding: gzip`` body of ``: x`` comment lines inflates to ``bomb_bytes``). ``closed`` is set when a connection was closed by the
-client (the server saw EOF or a reset).
+``Content-Encoding: gzip`` body of ``: x`` comment lines inflates to ``bomb_bytes``). ``closed`` is set when a
+connection was closed by the client (the server saw EOF or a reset).
 """
 
 from __future__ import annotations
