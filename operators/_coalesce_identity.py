@@ -136,8 +136,10 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         if usage is None and chunk.x_groq is not None:
             usage = chunk.x_groq.usage
         if usage is not None:
-            self.usage = merged = merge_usage(self.usage, usage)
+            kept: list[str] = []
+            self.usage = merged = merge_usage(self.usage, usage, kept)
             mapped, dropped = checked_usage(merged)
+            dropped = [f"{count} (the earlier valid count kept)" for count in kept] + dropped
             if dropped:
                 out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
             out.append(UsageSeen(mapped))
