@@ -66,6 +66,8 @@ __all__ = ["parse_responses_sse", "responses_stage"]
 _DONE = b"[DONE]"
 _OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_KIND_CHARS = 60  # an item or event type quoted in a message
+_KINDS_NAMED = 10  # unsupported item kinds named in the UNSUPPORTED_OUTPUT message (then "and N more kinds")
 
 
 class _ParseResponses(SseFraming):
@@ -78,7 +80,7 @@ class _ParseResponses(SseFraming):
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
-        self.unsupported: list[str] = []  # the kinds of client-side items the protocol cannot carry
+        self.unsupported: dict[str, None] = {}  # the kinds of client-side items the protocol cannot carry, in order
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
@@ -142,7 +144,8 @@ class _ParseResponses(SseFraming):
         if kind == "response.output_text.annotation.added":
             self._once("annotation", out, "annotation", "output_text annotations (citations) are not carried")
         else:
-            self._once(f"event-{kind}", out, "unknown-event", f"event {kind!r} not understood; ignored")
+            shown = kind[:_KIND_CHARS] if kind is not None else None
+            self._once(f"event-{shown}", out, "unknown-event", f"event {shown!r} not understood; ignored")
 
     # -- function_call items --------------------------------------------------------------------------------------
 
@@ -158,12 +161,12 @@ class _ParseResponses(SseFraming):
             if done:
                 out.append(ReasoningEnd(encrypted=non_empty(item.encrypted_content), item_id=non_empty(item.id)))
         elif kind not in _OWN_ITEMS and not done:
+            shown = kind[:_KIND_CHARS]  # a kind is the server's string: quoted within a bound
             if kind in SERVER_TOOL_ITEMS:
-                out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
+                out.append(Anomaly("server-tool", None, f"server-side tool item {shown!r} (run by the provider)"))
             else:
-                out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
-                if kind not in self.unsupported:
-                    self.unsupported.append(kind[:60])
+                out.append(Anomaly("unsupported-item", None, f"output item {shown!r} is not a function call; ignored"))
+                self.unsupported[shown] = None
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
         item_id = non_empty(item.id)
@@ -259,7 +262,10 @@ class _ParseResponses(SseFraming):
     def _terminal(self, kind: str, response: ResponseObject | None, out: list[Signal]) -> None:
         if self.unsupported:
             self._usage(response, out)
-            items = ", ".join(self.unsupported)
+            kinds = list(self.unsupported)
+            items = ", ".join(kinds[:_KINDS_NAMED])
+            if len(kinds) > _KINDS_NAMED:
+                items += f" and {len(kinds) - _KINDS_NAMED} more kinds"
             message = f"the response asks the client to act on {items}; only function calls are assembled"
             return self._halt(Failure(Code.UNSUPPORTED_OUTPUT, message), out)
         if kind == "response.completed":
