@@ -161,7 +161,8 @@ class _ParseMessages(SseFraming):
             if given not in (None, {}, "", []):
                 state.whole = compact(given)
         elif kind == "server":
-            out.append(Anomaly("server-tool", index, f"server-side {str(block_type)[:60]}: {server_tool_name(block)[:120]}"))
+            named = f"server-side {str(block_type)[:60]}: {server_tool_name(block)[:120]}"
+            out.append(Anomaly("server-tool", index, named))
         else:
             out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
 
