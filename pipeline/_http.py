@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import attrs
 import httpx
@@ -154,7 +154,7 @@ def read_bounded_sync(response: httpx.Response, limit: int) -> bytes | int:
     return bytes(out)
 
 
-async def stream_reads(response: httpx.Response, size: int = SLICE) -> AsyncIterator[bytes]:
+async def stream_reads(response: httpx.Response, size: int = SLICE) -> AsyncGenerator[bytes, None]:
     """A stream's body, decompressed, in slices of at most ``size`` bytes, with a turn of the event loop between two
     slices of one network read. ``gzip`` and ``deflate`` are inflated here at most ``size`` bytes at a time (a
     compression bomb is never inflated whole); any other encoding is httpx's, then sliced."""

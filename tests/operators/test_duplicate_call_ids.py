@@ -102,7 +102,7 @@ def _responses_two_function_calls_with_one_call_id() -> bytes:
         return (
             _event("response.output_item.added",
                    {"type": "response.output_item.added", "output_index": index, "item": item("")})
-            + _event(delta["type"], delta)
+            + _event("response.function_call_arguments.delta", delta)
             + _event("response.output_item.done",
                      {"type": "response.output_item.done", "output_index": index, "item": item(arguments)})
         )

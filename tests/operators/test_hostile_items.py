@@ -33,6 +33,7 @@ def test_40000_distinct_unsupported_items_end_within_5_s_with_no_chunk_over_2000
     assert took < 5
     assert max(len(json.dumps(chunk.to_json())) for chunk in out) <= 20_000
     failure = out[-1].reason.failure  # type: ignore[union-attr]
+    assert failure is not None
     assert failure.code == "UNSUPPORTED_OUTPUT"
     assert "custom_kind_0, custom_kind_1" in failure.message
     assert failure.message.endswith("and 39990 more kinds; only function calls are assembled")
