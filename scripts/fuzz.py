@@ -55,7 +55,8 @@ from operators import (  # noqa: E402
     detect_format,
     parse_sse,
 )
-from scripts.fuzz_reference import OracleFailure, check_reference, ensure  # noqa: E402
+from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
+from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
