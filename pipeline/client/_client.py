@@ -151,6 +151,8 @@ class ChatClient:
         given = {name.lower() for name in headers}
         if self.config.api == "messages" and "anthropic-version" not in given:
             headers["anthropic-version"] = ANTHROPIC_VERSION
+        if "accept-encoding" not in given:  # the encodings the stream's reader inflates a slice at a time (0039)
+            headers["Accept-Encoding"] = "gzip, deflate"
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
             if self.config.api == "messages":  # Anthropic reads x-api-key; gateways differ, so both are sent

@@ -1,6 +1,7 @@
 """Comment floods through ``ChatClient``: a gzip body of comment lines (1 MiB inflating to 1 GiB) from a raw server
 on 127.0.0.1 (tests/hostile_server) ends within bounds, whether the ignored-line limit or the total deadline ends it.
-Each scenario runs in a subprocess so its peak memory (``ru_maxrss``) is its own.
+Each scenario runs in a subprocess so its peak memory (``ru_maxrss``) is its own. The client asks only for the
+encodings it inflates a slice at a time. docs/decisions/0039-ignored-lines.md.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from request_recorder import chat_text, recorder
+
+from pipeline.client import ChatClient
 
 _SCRIPT = """
 import asyncio, json, resource, sys, time
@@ -57,3 +62,13 @@ def test_the_total_timeout_fires_while_a_gzip_body_of_comment_lines_is_being_rea
     assert "total_timeout=1" in str(result["message"])
     assert float(result["took"]) < 20  # type: ignore[arg-type]
     assert float(result["rss_mib"]) < 400  # type: ignore[arg-type]
+
+
+async def test_the_client_asks_only_for_the_encodings_it_inflates_a_slice_at_a_time() -> None:
+    async with recorder([chat_text("hi")]) as server:
+        async with ChatClient(server.base_url, model="m") as client:
+            await client.complete([{"role": "user", "content": "hi"}])
+        async with ChatClient(server.base_url, model="m", headers={"Accept-Encoding": "identity"}) as client:
+            await client.complete([{"role": "user", "content": "hi"}])
+
+    assert [request.headers["accept-encoding"] for request in server.requests] == ["gzip, deflate", "identity"]
