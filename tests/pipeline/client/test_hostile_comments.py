@@ -24,11 +24,18 @@ from pipeline.client import ChatClient
 
 async def main():
     async with HostileServer("gzip-comments", bomb_bytes=1 << 30) as server:
-        client = ChatClient(server.base_url, model="m", total_timeout={total}, limits=Limits(**{limits!r}))
         started = time.monotonic()
-        chunks = [c async for c in client.stream([{{"role": "user", "content": "hi"}}], retry=False)]
+        if {through_stream!r}:  # pipeline.stream over an httpx.AsyncClient's response
+            import httpx, pipeline
+            async with httpx.AsyncClient() as http:
+                request = http.build_request("POST", server.base_url + "/chat/completions", json={{}})
+                response = await http.send(request, stream=True)
+                chunks = [c async for c in pipeline.stream(response, limits=Limits(**{limits!r}))]
+        else:
+            client = ChatClient(server.base_url, model="m", total_timeout={total}, limits=Limits(**{limits!r}))
+            chunks = [c async for c in client.stream([{{"role": "user", "content": "hi"}}], retry=False)]
+            await client.aclose()
         took = time.monotonic() - started
-        await client.aclose()
     failure = chunks[-1].reason.failure
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({{"code": failure.code, "message": failure.message, "took": took, "rss_mib": rss}}))
@@ -37,9 +44,9 @@ asyncio.run(main())
 """
 
 
-def _run(total: float, limits: dict[str, int]) -> dict[str, object]:
+def _run(total: float, limits: dict[str, int], *, through_stream: bool = False) -> dict[str, object]:
     tests = str(Path(__file__).parents[2])
-    script = _SCRIPT.format(tests=tests, total=total, limits=limits)
+    script = _SCRIPT.format(tests=tests, total=total, limits=limits, through_stream=through_stream)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -60,6 +67,14 @@ def test_the_total_timeout_fires_while_a_gzip_body_of_comment_lines_is_being_rea
 
     assert result["code"] == "TIMEOUT"
     assert "total_timeout=1" in str(result["message"])
+    assert float(result["took"]) < 20  # type: ignore[arg-type]
+    assert float(result["rss_mib"]) < 400  # type: ignore[arg-type]
+
+
+def test_a_gzip_body_of_comment_lines_read_by_pipeline_stream_ends_at_the_limit_within_400_mib() -> None:
+    result = _run(10, {}, through_stream=True)
+
+    assert result["code"] == "LIMIT_EXCEEDED"
     assert float(result["took"]) < 20  # type: ignore[arg-type]
     assert float(result["rss_mib"]) < 400  # type: ignore[arg-type]
 
