@@ -79,18 +79,41 @@ def _messages_claims(data: bytes) -> Iterator[tuple[str, object]]:
         if kind == "message_stop":
             return
         block = payload.get("content_block") if kind == "content_block_start" else None
-        if isinstance(block, dict) and block.get("type") == "tool_use" and _valid_id(block.get("id")):
-            yield block["id"], payload.get("index")
+        index = payload.get("index") if isinstance(payload, dict) else None
+        if isinstance(block, dict) and block.get("type") == "tool_use" and _valid_id(block.get("id")) and (
+            type(index) is int
+        ):
+            yield block["id"], index
 
 
 def _responses_claims(data: bytes) -> Iterator[tuple[str, object]]:
+    """A function_call item's place is its ``output_index``, else the place its item ``id`` was first seen at, else
+    the next place after the highest one (as the parser correlates)."""
+    by_item_id: dict[object, object] = {}
+    places: set[int] = set()
     for payload in payloads(data):
         kind = payload.get("type") if isinstance(payload, dict) else None
         if kind in _TERMINAL:
             return
+        index = payload.get("output_index") if isinstance(payload, dict) else None
+        opens = kind == "response.function_call_arguments.done" or (
+            kind == "response.function_call_arguments.delta" and bool(payload.get("delta"))
+        )
+        if opens and type(index) is int:  # arguments before their item open the call there
+            places.add(index)
         item = payload.get("item") if kind in ("response.output_item.added", "response.output_item.done") else None
-        if isinstance(item, dict) and item.get("type") == "function_call" and _valid_id(item.get("call_id")):
-            yield item["call_id"], payload.get("output_index")
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            continue
+        place = index
+        item_id = item.get("id") if _valid_id(item.get("id")) else None
+        if place is None:
+            place = by_item_id[item_id] if item_id in by_item_id else max(places, default=-1) + 1
+        if type(place) is int:
+            places.add(place)
+        if item_id is not None:
+            by_item_id.setdefault(item_id, place)
+        if _valid_id(item.get("call_id")):
+            yield item["call_id"], place
 
 
 _CLAIMS = {"chat": _chat_claims, "messages": _messages_claims, "responses": _responses_claims}
