@@ -12,7 +12,8 @@ block-start before deltas before block-end, no block-end for a tool call without
 block-ends sharing an id, every chunk's ``to_json()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
 against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
-invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/{sse,messages,responses,peers-formats}, read in place.
+invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
+peers-formats, for those targets), read in place.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 """
 
@@ -209,9 +210,9 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "responses": check_responses,
 }
 TARGET_SEEDS = {
-    "parse_sse": CHAT_SEEDS, "translate": SEED_DIRS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS
+    "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS
 }
-"""The seed folders of each target: the chat fixtures for parse_sse, all for translate (detection)."""
+"""The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
 
 
 # -- seeds and the fallback loop --------------------------------------------------------------------------------------
