@@ -158,12 +158,12 @@ def parse_sse(limits: Limits | None = None, *, comments: bool = False) -> Operat
     carrying ``[DONE]`` (the reading stops there); WHATWG framing (LF/CR/CRLF, BOM, comments reported as ``comment``
     anomalies when ``comments=True``, ``data:`` with or without a space, multi-line data); each payload decoded once
     into a typed ``WireChunk``; a payload that is not JSON or has the wrong shape is ``Halt(MALFORMED_RESPONSE)``
-    quoting its first 120 characters; a top-level ``error`` (even with ``choices``) or an ``event: error`` is a ``Halt`` classified like
-    an in-band error; the end of the bytes before ``[DONE]`` is ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was
-    seen (then a synthetic ``Done`` and a ``missing-done`` anomaly); nothing after ``[DONE]`` is read, and the upstream
-    is disposed at once. A payload of another format (a Messages or Responses event) is ``Halt(MALFORMED_RESPONSE)``
-    naming it (decision 0045); a ``usage`` in Anthropic's keys is read, one the library cannot read is no usage with an
-    ``unknown-usage`` anomaly (decision 0046).
+    quoting its first 120 characters; a top-level ``error`` (even with ``choices``) or an ``event: error`` is a ``Halt``
+    classified like an in-band error; the end of the bytes before ``[DONE]`` is ``Halt(STREAM_CLOSED)``, unless a
+    ``finish_reason`` was seen (then a synthetic ``Done`` and a ``missing-done`` anomaly); nothing after ``[DONE]`` is
+    read, and the upstream is disposed at once. A payload of another format (a Messages or Responses event) is
+    ``Halt(MALFORMED_RESPONSE)`` naming it (decision 0045); a ``usage`` in Anthropic's keys is read, one the library
+    cannot read is no usage with an ``unknown-usage`` anomaly (decision 0046).
 
     Limits (``parse_sse(limits)``): one SSE line (field name included, line end excluded) is counted while it is still
     open, and one event's joined ``data`` (values plus the ``\n`` between them) as each data line arrives; past
