@@ -1,0 +1,239 @@
+"""What the Messages and Responses repairers share (docs/decisions/0036-repair-messages-and-responses.md): the
+upstream body cut into whole events (``SseSplitter``), each passed on as its original bytes unless a format's rule
+changes it, in order, through one queue.
+
+- **The preamble is held** (``message_start`` and ``ping``; ``response.created`` / ``.in_progress``) until the first
+  event that carries the answer, so a failure found before it (a call never identified, a cut, an in-band error)
+  comes before any byte and the transport can answer it as an HTTP error the SDK retries.
+- **A call not yet identified is held** (``Held``): its start event is kept as a value, and every later event waits
+  behind it until its identity is known; the start is then written with it and the queue flows again. Never
+  identified: the queue up to it is passed on, then the format's in-band error, and nothing after.
+- **The end**: the format's own end event ends it; so does a failure, which is the format's in-band error event. A
+  body that ends without its end event is the format's ``_on_cut``; nothing is read after the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
+
+from .._logging import get_logger
+from ._sse_events import SseSplitter, event_parts
+
+__all__ = ["EventRepair", "Held", "decode", "encode_event", "finish_from", "named"]
+
+_log = get_logger("sanitize")
+
+decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+_SIMPLE = {kind: Finish(FinishReason(kind)) for kind in ("stop", "tool-calls", "max-tokens")}
+
+
+def named(value: object) -> bool:
+    """Whether an identity field counts: a non-empty string."""
+    return type(value) is str and value != ""
+
+
+def encode_event(name: bytes, body: dict[str, Any]) -> bytes:
+    """A rewritten event: its original name line (if it had one) and the body as one ``data:`` line."""
+    head = b"event: " + name + b"\n" if name else b""
+    return head + b"data: " + _encode(body) + b"\n\n"
+
+
+def finish_from(kind: str, wire: str) -> Finish:
+    """The finish of a stop reason the SDK represents: ``stop`` / ``tool-calls`` / ``max-tokens``, or, as the library
+    classifies it (decision 0005), an error finish such as ``REFUSAL`` (the transport acts on ``failure`` only)."""
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]
+    if kind == "content_filter":
+        return Finish(FinishReason.error(Code.CONTENT_FILTER, "model stopped: content_filter"))
+    code = "".join(c if c.isalnum() else "_" for c in wire.upper()).strip("_") or "UNKNOWN_FINISH_REASON"
+    return Finish(FinishReason.error(code, f"model stopped: {wire}"))
+
+
+class Held:
+    """A start event held until its call is identified: ``body`` (the decoded event) is written back, with the
+    identity filled in, as ``raw`` once ``resolved``."""
+
+    __slots__ = ("body", "index", "name", "raw")
+
+    def __init__(self, index: int, name: bytes, body: dict[str, Any]) -> None:
+        self.index = index
+        self.name = name
+        self.body = body
+        self.raw: bytes | None = None
+
+
+class EventRepair:
+    """The sans-I/O frame of a format's repairer: ``feed`` / ``close`` / ``fail`` return the bytes to forward now.
+    A subclass gives ``_event(raw)``, ``_error_event(failure)`` and ``_on_cut()``."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self._split = SseSplitter()
+        self._limit = (limits or DEFAULT_LIMITS).max_event_bytes
+        self._out: list[bytes] = []
+        self._queue: list[bytes | Held] = []  # the held preamble, and every event behind a held call
+        self._preamble = True
+        self._holding = 0  # held calls not yet identified
+        self._failure: Failure | None = None
+        self._finish: Finish | None = None
+        self._ended = False
+        self._closed = False  # ended by a failure, or disposed of: nothing more is passed on
+        self._unterminated = False  # the last event passed on had no blank line (read at the end of the body)
+        self.forwarded = False
+        """Whether any byte has been handed to the client (set by the transport)."""
+
+    @property
+    def failure(self) -> Failure | None:
+        """The stream-level failure found so far (a call never identified, a cut, an in-band error)."""
+        return self._failure
+
+    @property
+    def finish(self) -> Finish | None:
+        """The finish, once the stream has ended (an error finish carries ``failure``)."""
+        return self._finish
+
+    # -- the body -------------------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> bytes:
+        if self._closed:
+            return b""
+        if self._ended:
+            for raw in self._split.feed(data):
+                self._after_end(raw)
+            return self._take()
+        for raw in self._split.feed(data):
+            if self._closed:
+                break
+            if self._ended:
+                self._after_end(raw)
+            else:
+                self._event(raw)
+        if not self._ended and self._split.pending > self._limit:
+            self._split.tail()
+            self._end_with(Failure(Code.LIMIT_EXCEEDED, f"one SSE event is over max_event_bytes ({self._limit})"))
+        return self._take()
+
+    def close(self) -> bytes:
+        """The body ended: its last event without a blank line is read when whole (as the library reads it); a
+        stream that did not reach its end event ends as the format's ``_on_cut`` says."""
+        tail = self._split.tail()
+        if self._closed:
+            return b""
+        if tail.strip():
+            data = event_parts(tail)[1]
+            if data is not None and (data == b"[DONE]" or _whole_json(data)):
+                self._unterminated = True
+                if self._ended:
+                    self._after_end(tail)
+                else:
+                    self._event(tail)
+        if not self._ended:
+            self._on_cut()
+        return self._take()
+
+    def fail(self, failure: Failure) -> bytes:
+        """The body broke off (a reset, a timeout): the in-band error, after what may still be passed on."""
+        if self._ended:
+            return b""
+        self._split.tail()
+        self._end_with(failure)
+        return self._take()
+
+    def dispose(self) -> None:
+        self._queue.clear()
+        self._out.clear()
+        self._split.tail()
+        self._ended = True
+        self._closed = True
+
+    # -- for the formats ------------------------------------------------------------------------------------------
+
+    def _event(self, raw: bytes) -> None:
+        raise NotImplementedError
+
+    def _error_event(self, failure: Failure) -> bytes:
+        raise NotImplementedError
+
+    def _after_end(self, raw: bytes) -> None:
+        """An event after the stream's own end event: not read, not passed on (a format may pass some on)."""
+
+    def _on_cut(self) -> None:
+        raise NotImplementedError
+
+    def _emit(self, raw: bytes, content: bool = True) -> None:
+        """Passes ``raw`` on in order (after the queue); ``content=False`` keeps the preamble held."""
+        if content:
+            self._preamble = False
+        if self._preamble or self._queue:
+            self._queue.append(raw)
+            if not self._preamble:
+                self._flush()
+        else:
+            self._out.append(raw)
+
+    def _hold(self, held: Held) -> None:
+        self._preamble = False
+        self._holding += 1
+        self._queue.append(held)
+
+    def _resolve(self, held: Held, raw: bytes) -> None:
+        held.raw = raw
+        self._holding -= 1
+        self._flush()
+
+    def _flush(self) -> None:
+        """Passes on the queue up to the first held call still unidentified."""
+        queue = self._queue
+        taken = 0
+        for item in queue:
+            if type(item) is bytes:
+                self._out.append(item)
+            elif item.raw is not None:  # type: ignore[union-attr]
+                self._out.append(item.raw)  # type: ignore[union-attr]
+            else:
+                break
+            taken += 1
+        del queue[:taken]
+
+    def _end(self, finish: Finish) -> None:
+        self._finish = finish
+        self._ended = True
+
+    def _end_with(self, failure: Failure, event: bytes | None = None) -> None:
+        """Ends in ``failure``: the queue up to a call never identified, then ``event`` (the upstream's own error
+        event) or the format's in-band error; what was held behind the call is dropped."""
+        if self.forwarded:
+            _log.warning("failed after bytes were forwarded, ending with the in-band error event: %s: %s",
+                         failure.code, failure.message)
+        self._preamble = False
+        self._flush()
+        self._queue.clear()
+        if event is None:
+            event = self._error_event(failure)
+            if self._unterminated:
+                event = b"\n\n" + event
+        self._out.append(event)
+        self._failure = failure
+        self._closed = True
+        self._end(Finish(FinishReason("error", failure)))
+
+    def _take(self) -> bytes:
+        if not self._out:
+            return b""
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+
+def _whole_json(data: bytes) -> bool:
+    try:
+        decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True

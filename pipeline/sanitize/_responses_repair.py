@@ -1,0 +1,268 @@
+"""``ResponsesRepair``: an OpenAI Responses API stream made right for the openai SDK's ``responses.stream()``, sans
+I/O; and ``responses_error_body``, a failure as OpenAI's HTTP error body.
+
+Rules (docs/decisions/0036-repair-messages-and-responses.md); every event the SDK already reads right passes as its
+original bytes:
+
+- **One item per ``output_index``**: the item of the first ``response.output_item.added`` at an index is the item; its
+  ``id``, and a function call's ``call_id`` and ``name``, are written into every later event that gives another
+  (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
+  output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` for an
+  index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id
+  gets the first one.
+- **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
+  in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
+  at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
+- **The end**: ``response.completed`` / ``.incomplete`` finish; ``response.failed`` and ``error`` are the upstream's
+  own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
+  an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
+  ``data: [DONE]`` is passed on (the SDK stops at it); nothing else after the end.
+- Reasoning items (``encrypted_content``), server-tool items, annotations, unknown events: passed through unread.
+
+The hot path (a delta or part event whose ``item_id`` is the latest item's, or that has none) is two substring
+searches; only item, lifecycle and terminal events are decoded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from operators import Code, Failure, Finish, Limits
+from operators.extend import OWN_ERROR_TYPE, classify_inband_error
+
+from ._event_repair import EventRepair, Held, decode, encode_event, finish_from, named
+from ._sse_events import event_parts
+
+__all__ = ["ResponsesRepair", "responses_error_body"]
+
+_LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress"})
+_PARSED = _LIFECYCLE | {
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+}
+_ITEM_ID = b'"item_id"'
+_INCOMPLETE = {"max_output_tokens": "max-tokens", "content_filter": "content_filter"}
+
+
+def _error(failure: Failure) -> dict[str, Any]:
+    return {"message": f"{failure.code}: {failure.message}", "type": OWN_ERROR_TYPE, "code": failure.code,
+            "param": None}
+
+
+def responses_error_body(failure: Failure) -> bytes:
+    """``failure`` as OpenAI's HTTP error body: ``{"error": {"message", "type", "code", "param"}}``, our code."""
+    return json.dumps({"error": _error(failure)}, ensure_ascii=False).encode()
+
+
+class _Item:
+    """The identity of the item at one ``output_index``, as first given (a held call's is filled in later)."""
+
+    __slots__ = ("call_id", "held", "id", "kind", "name")
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.kind = item.get("type")
+        self.id = item.get("id") if named(item.get("id")) else None
+        self.call_id = item.get("call_id") if named(item.get("call_id")) else None
+        self.name = item.get("name") if named(item.get("name")) else None
+        self.held: Held | None = None
+
+    def fill_in(self, item: dict[str, Any]) -> None:
+        for field in ("id", "call_id", "name"):
+            if getattr(self, field) is None and named(item.get(field)):
+                setattr(self, field, item[field])
+
+    def conform(self, item: dict[str, Any]) -> bool:
+        """Writes this identity into ``item`` where it differs; True when it changed."""
+        changed = False
+        fields = ("id", "call_id", "name") if self.kind == "function_call" else ("id",)
+        for field in fields:
+            value = getattr(self, field)
+            if value is not None and item.get(field) != value:
+                item[field] = value
+                changed = True
+        return changed
+
+
+class ResponsesRepair(EventRepair):
+    """One Responses API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
+    ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
+
+    def __init__(self, *, limits: Limits | None = None) -> None:
+        super().__init__(limits)
+        self._items: dict[int, _Item] = {}
+        self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
+        self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
+        self._response_id: object = None
+
+    def _event(self, raw: bytes) -> None:
+        name = b""
+        if raw.startswith(b"event: "):
+            name = raw[7 : raw.find(b"\n")].rstrip(b"\r")
+            kind = name.decode("utf-8", "replace")
+        elif raw.startswith(b'data: {"type":"'):
+            kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
+        else:
+            kind = ""
+        if kind and kind not in _PARSED and (_ITEM_ID not in raw or self._latest in raw):
+            self._emit(raw, content=kind not in _LIFECYCLE)
+            return
+        name, data = event_parts(raw)
+        if data is None or data == b"[DONE]":
+            self._emit(raw, content=False)
+            return
+        try:
+            body = decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            body = None
+        if type(body) is not dict:
+            self._emit(raw)
+            return
+        given = body.get("type")
+        kind = given if type(given) is str else name.decode("utf-8", "replace")
+        if kind in _LIFECYCLE:
+            self._emit(self._same_response(raw, name, body), content=False)
+        elif kind == "response.output_item.added":
+            self._added(raw, name, body)
+        elif kind == "response.output_item.done":
+            self._done(raw, name, body)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._terminal(raw, name, body, kind)
+        elif kind == "response.failed":
+            response = body.get("response")
+            error = response.get("error") if type(response) is dict else None
+            self._end_with(classify_inband_error(error if error is not None else body), raw)
+        elif kind == "error":
+            error = body.get("error")
+            flat = {k: v for k, v in body.items() if k != "type"}
+            self._end_with(classify_inband_error(error if type(error) is dict else flat), raw)
+        else:
+            self._emit(self._same_item(raw, name, body))
+
+    # -- identity -------------------------------------------------------------------------------------------------
+
+    def _same_response(self, raw: bytes, name: bytes, body: dict[str, Any]) -> bytes:
+        response = body.get("response")
+        if type(response) is not dict or not named(response.get("id")):
+            return raw
+        if self._response_id is None:
+            self._response_id = response["id"]
+        elif response["id"] != self._response_id:
+            response["id"] = self._response_id
+            return encode_event(name, body)
+        return raw
+
+    def _same_item(self, raw: bytes, name: bytes, body: dict[str, Any]) -> bytes:
+        """An item's delta or part event: its ``item_id`` made the item's."""
+        index = body.get("output_index")
+        item = self._items.get(index) if type(index) is int else None
+        item_id = body.get("item_id")
+        if item is None or item.id is None or item_id == item.id:
+            return raw
+        if named(item_id):
+            self._by_id.setdefault(item_id, index)  # type: ignore[arg-type]
+        body["item_id"] = item.id
+        return encode_event(name, body)
+
+    def _added(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
+        index = body.get("output_index")
+        given = body.get("item")
+        if type(index) is not int or type(given) is not dict:
+            self._emit(raw)
+            return
+        known = self._items.get(index)
+        if known is not None:  # the SDK raises on a second added for an index: the first item stays
+            if known.held is not None and known.held.raw is None:
+                self._fill_in(known, given)
+            return
+        item = self._items[index] = _Item(given)
+        if item.id is not None:
+            self._by_id[item.id] = index
+            self._latest = b'"' + item.id.encode() + b'"'
+        if item.kind == "function_call" and (item.call_id is None or item.name is None):
+            item.held = Held(index, name, body)
+            self._hold(item.held)
+            return
+        self._emit(raw)
+
+    def _fill_in(self, item: _Item, given: dict[str, Any]) -> None:
+        item.fill_in(given)
+        held = item.held
+        if held is not None and held.raw is None and item.call_id is not None and item.name is not None:
+            item.conform(held.body["item"])
+            self._resolve(held, encode_event(held.name, held.body))
+
+    def _done(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
+        index = body.get("output_index")
+        given = body.get("item")
+        if type(given) is dict and type(index) is not int and named(given.get("id")):
+            index = self._by_id.get(given["id"])
+        item = self._items.get(index) if type(index) is int else None
+        if item is None or type(given) is not dict:
+            self._emit(raw)
+            return
+        if named(given.get("id")):
+            self._by_id.setdefault(given["id"], index)  # type: ignore[arg-type]
+        if item.held is not None and item.held.raw is None:
+            self._fill_in(item, given)
+            if item.held.raw is None:
+                self._end_with(self._never_identified(item))
+                return
+        self._emit(encode_event(name, body) if item.conform(given) else raw)
+
+    def _terminal(self, raw: bytes, name: bytes, body: dict[str, Any], kind: str) -> None:
+        unidentified = next((i for i in self._items.values() if i.held is not None and i.held.raw is None), None)
+        if unidentified is not None:
+            self._end_with(self._never_identified(unidentified))
+            return
+        changed = self._same_response(raw, name, body) is not raw
+        response = body.get("response")
+        output = response.get("output") if type(response) is dict else None
+        for position, given in enumerate(output if type(output) is list else ()):
+            if type(given) is not dict:
+                continue
+            index = self._by_id.get(given.get("id"))  # type: ignore[arg-type]
+            if index is None:
+                index = next((i for i, item in self._items.items()
+                              if item.call_id is not None and item.call_id == given.get("call_id")), position)
+            item = self._items.get(index)
+            if item is not None and item.conform(given):
+                changed = True
+        self._emit(encode_event(name, body) if changed else raw)
+        self._end(self._finish_of(kind, response))
+
+    def _finish_of(self, kind: str, response: object) -> Finish:
+        if kind == "response.completed":
+            calls = any(item.kind == "function_call" for item in self._items.values())
+            return finish_from("tool-calls" if calls else "stop", "completed")
+        details = response.get("incomplete_details") if type(response) is dict else None
+        reason = details.get("reason") if type(details) is dict else None
+        wire = reason if type(reason) is str and reason else "incomplete"
+        return finish_from(_INCOMPLETE.get(wire, ""), wire)
+
+    @staticmethod
+    def _never_identified(item: _Item) -> Failure:
+        index = item.held.index if item.held is not None else "?"
+        return Failure(Code.MALFORMED_TOOL_CALL,
+                       f"function_call at output_index {index} was never identified "
+                       f"(call_id {item.call_id!r}, name {item.name!r})")
+
+    # -- the end --------------------------------------------------------------------------------------------------
+
+    def _after_end(self, raw: bytes) -> None:
+        if event_parts(raw)[1] == b"[DONE]":
+            self._out.append(raw)
+
+    def _on_cut(self) -> None:
+        self._end_with(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event"))
+
+    def _error_event(self, failure: Failure) -> bytes:
+        error = _error(failure)
+        body = {"type": "error", "code": failure.code, "message": error["message"], "param": None, "error": error}
+        return b"event: error\ndata: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
