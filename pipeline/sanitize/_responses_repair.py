@@ -8,8 +8,8 @@ original bytes:
   ``id``, and a function call's ``call_id`` and ``name``, are written into every later event that gives another
   (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
   output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` for an
-  index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id
-  gets the first one.
+  index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id, or
+  none, gets the first one ("Lifecycle response identity changed"). An item id never seen before is left as it is.
 - **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
   in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
   at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
@@ -149,11 +149,12 @@ class ResponsesRepair(EventRepair):
 
     def _same_response(self, raw: bytes, name: bytes, body: dict[str, Any]) -> bytes:
         response = body.get("response")
-        if type(response) is not dict or not named(response.get("id")):
+        if type(response) is not dict:
             return raw
         if self._response_id is None:
-            self._response_id = response["id"]
-        elif response["id"] != self._response_id:
+            if named(response.get("id")):
+                self._response_id = response["id"]
+        elif response.get("id") != self._response_id:  # another id, or none: the SDK raises on either
             response["id"] = self._response_id
             return encode_event(name, body)
         return raw
@@ -224,14 +225,14 @@ class ResponsesRepair(EventRepair):
         changed = self._same_response(raw, name, body) is not raw
         response = body.get("response")
         output = response.get("output") if type(response) is dict else None
-        for position, given in enumerate(output if type(output) is list else ()):
+        for given in output if type(output) is list else ():
             if type(given) is not dict:
                 continue
             index = self._by_id.get(given.get("id"))  # type: ignore[arg-type]
-            if index is None:
+            if index is None:  # an id never seen in the stream is the upstream's own: left as it is
                 index = next((i for i, item in self._items.items()
-                              if item.call_id is not None and item.call_id == given.get("call_id")), position)
-            item = self._items.get(index)
+                              if item.call_id is not None and item.call_id == given.get("call_id")), None)
+            item = self._items.get(index) if index is not None else None
             if item is not None and item.conform(given):
                 changed = True
         self._emit(encode_event(name, body) if changed else raw)
