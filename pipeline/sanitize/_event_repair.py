@@ -8,6 +8,7 @@ changes it, in order, through one queue.
 - **A call not yet identified is held** (``Held``): its start event is kept as a value, and every later event waits
   behind it until its identity is known; the start is then written with it and the queue flows again. Never
   identified: the queue up to it is passed on, then the format's in-band error, and nothing after.
+- **The request's API key** (8 characters or more) is replaced by ``[redacted]`` in every event that carries it.
 - **The end**: the format's own end event ends it; so does a failure, which is the format's in-band error event. A
   body that ends without its end event is the format's ``_on_cut``; nothing is read after the end.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import msgspec
 
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
@@ -31,6 +33,8 @@ decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
 
+_MIN_KEY = 8
+_REDACTED = b"[redacted]"
 _SIMPLE = {kind: Finish(FinishReason(kind)) for kind in ("stop", "tool-calls", "max-tokens")}
 
 
@@ -73,7 +77,8 @@ class EventRepair:
     """The sans-I/O frame of a format's repairer: ``feed`` / ``close`` / ``fail`` return the bytes to forward now.
     A subclass gives ``_event(raw)``, ``_error_event(failure)`` and ``_on_cut()``."""
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, api_key: str | None = None) -> None:
+        self._key = api_key.encode() if api_key and len(api_key) >= _MIN_KEY else None
         self._split = SseSplitter()
         self._limit = (limits or DEFAULT_LIMITS).max_event_bytes
         self._out: list[bytes] = []
@@ -107,9 +112,12 @@ class EventRepair:
             for raw in self._split.feed(data):
                 self._after_end(raw)
             return self._take()
+        key = self._key
         for raw in self._split.feed(data):
             if self._closed:
                 break
+            if key is not None and key in raw:  # the request's own API key never reaches the client
+                raw = raw.replace(key, _REDACTED)
             if self._ended:
                 self._after_end(raw)
             else:
@@ -125,7 +133,11 @@ class EventRepair:
         tail = self._split.tail()
         if self._closed:
             return b""
-        if tail.strip():
+        if self._key is not None and self._key in tail:
+            tail = tail.replace(self._key, _REDACTED)
+        if tail and not tail.strip():
+            self._out.append(tail)  # blank lines after the last event: as they came
+        elif tail:
             data = event_parts(tail)[1]
             if data is not None and (data == b"[DONE]" or _whole_json(data)):
                 self._unterminated = True
@@ -167,8 +179,9 @@ class EventRepair:
         raise NotImplementedError
 
     def _emit(self, raw: bytes, content: bool = True) -> None:
-        """Passes ``raw`` on in order (after the queue); ``content=False`` keeps the preamble held."""
-        if content:
+        """Passes ``raw`` on in order (after the queue); ``content=False`` keeps the preamble held, and so does a
+        held call (its resolution ends the preamble)."""
+        if content and not self._holding:
             self._preamble = False
         if self._preamble or self._queue:
             self._queue.append(raw)
@@ -178,13 +191,13 @@ class EventRepair:
             self._out.append(raw)
 
     def _hold(self, held: Held) -> None:
-        self._preamble = False
         self._holding += 1
         self._queue.append(held)
 
     def _resolve(self, held: Held, raw: bytes) -> None:
         held.raw = raw
         self._holding -= 1
+        self._preamble = False
         self._flush()
 
     def _flush(self) -> None:
@@ -208,6 +221,8 @@ class EventRepair:
     def _end_with(self, failure: Failure, event: bytes | None = None) -> None:
         """Ends in ``failure``: the queue up to a call never identified, then ``event`` (the upstream's own error
         event) or the format's in-band error; what was held behind the call is dropped."""
+        if self._key is not None and self._key.decode() in failure.message:
+            failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), _REDACTED.decode()))
         if self.forwarded:
             _log.warning("failed after bytes were forwarded, ending with the in-band error event: %s: %s",
                          failure.code, failure.message)

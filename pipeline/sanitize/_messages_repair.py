@@ -69,8 +69,8 @@ class MessagesRepair(EventRepair):
     """One Messages API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
-        super().__init__(limits)
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None) -> None:
+        super().__init__(limits, api_key)
         self._blocks: dict[int, Held | None] = {}  # started blocks by index; a held tool_use keeps its Held
         self._started = False
         self._stop_reason: str | None = None

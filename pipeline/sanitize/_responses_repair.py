@@ -94,8 +94,8 @@ class ResponsesRepair(EventRepair):
     """One Responses API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
-        super().__init__(limits)
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None) -> None:
+        super().__init__(limits, api_key)
         self._items: dict[int, _Item] = {}
         self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread

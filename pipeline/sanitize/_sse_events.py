@@ -4,8 +4,7 @@ with its own line ends and terminating blank line, so forwarding them all gives 
 
 The framing is the WHATWG one the SDKs' decoders follow: LF, CR and CRLF line ends, an event ends at a blank line, a
 leading UTF-8 BOM, ``:`` comments, ``data:`` with or without one space, several ``data:`` lines joined by ``\\n``. A
-CRLF split across two reads is one line end (a boundary is cut only once the byte after a CR is known, or never
-matters). The common case, a body with no CR at all, is one ``bytes.split`` per read.
+CRLF split across two reads is one line end (a boundary ending in CR is cut only once the next byte is known). The common case, a body with no CR at all, is one ``bytes.split`` per read.
 """
 
 from __future__ import annotations
@@ -52,9 +51,13 @@ class SseSplitter:
         else:
             events = []
             start = 0
+            ends_cr = buf.endswith(b"\r")
             for match in _BOUNDARY.finditer(buf):
-                events.append(buf[start : match.end()])
-                start = match.end()
+                end = match.end()
+                if ends_cr and end == len(buf):
+                    break  # a CR last: wait for the next byte, which may make it a CRLF of this boundary
+                events.append(buf[start:end])
+                start = end
             rest = buf[start:]
         if rest:
             self._pieces.append(rest)
