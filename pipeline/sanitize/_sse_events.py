@@ -4,7 +4,8 @@ with its own line ends and terminating blank line, so forwarding them all gives 
 
 The framing is the WHATWG one the SDKs' decoders follow: LF, CR and CRLF line ends, an event ends at a blank line, a
 leading UTF-8 BOM, ``:`` comments, ``data:`` with or without one space, several ``data:`` lines joined by ``\\n``. A
-CRLF split across two reads is one line end (a boundary ending in CR is cut only once the next byte is known). The common case, a body with no CR at all, is one ``bytes.split`` per read.
+CRLF split across two reads is one line end (a boundary ending in CR is cut only once the next byte is known). The
+common case, a body with no CR at all, is one ``bytes.split`` per read.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ blanked block start, a late id, ``[DONE]``, a cut, a call never identified), and
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -36,7 +37,8 @@ def test_a_stream_the_sdk_reads_right_passes_byte_for_byte(profile: str, size: i
     out, repair = repaired(MessagesRepair, body(profile), size)
     assert out == body(profile)
     assert repair.failure is None
-    assert repair.finish is not None and repair.finish.reason.kind in ("stop", "tool-calls")
+    assert repair.finish is not None
+    assert repair.finish.reason.kind in ("stop", "tool-calls")
 
 
 @pytest.mark.parametrize("size", SPLITS)
@@ -44,12 +46,15 @@ def test_a_repeated_blanked_block_start_is_dropped_and_the_first_identity_kept(s
     raw = body("seed-bug")
     out, repair = repaired(MessagesRepair, raw, size)
     (start,) = starts(out)
-    assert str(start["id"]).startswith("toolu_") and start["name"] == "get_weather"
+    assert str(start["id"]).startswith("toolu_")
+    assert start["name"] == "get_weather"
     assert arguments(out) == ARGUMENTS
     repeats = blocks(raw)[4::2][:2]  # the second and third starts, as the upstream sent them
     assert all(b'"content_block_start"' in r for r in repeats)
     assert out == without(raw, lambda block: block in repeats)
-    assert repair.failure is None and repair.finish is not None and repair.finish.reason.kind == "tool-calls"
+    assert repair.failure is None
+    assert repair.finish is not None
+    assert repair.finish.reason.kind == "tool-calls"
 
 
 @pytest.mark.parametrize("size", SPLITS)
@@ -61,7 +66,8 @@ def test_a_late_id_fills_in_the_held_start_and_nothing_passes_before_it(size: in
     assert before == b""  # the preamble and the unidentified block are held
     out = before + b"".join(repair.feed(raw[i : i + size]) for i in range(cut, len(raw), size)) + repair.close()
     (start,) = starts(out)
-    assert str(start["id"]).startswith("toolu_") and start["name"] == "get_weather"
+    assert str(start["id"]).startswith("toolu_")
+    assert start["name"] == "get_weather"
     assert arguments(out) == ARGUMENTS
     assert [name for name, _ in named_events(out)][:3] == ["message_start", "ping", "content_block_start"]
     assert repair.failure is None
@@ -70,12 +76,15 @@ def test_a_late_id_fills_in_the_held_start_and_nothing_passes_before_it(size: in
 @pytest.mark.parametrize("size", SPLITS)
 def test_a_tool_use_never_identified_is_an_anthropic_error_event_before_any_content(size: int) -> None:
     out, repair = repaired(MessagesRepair, body("never-identified"), size)
-    assert repair.failure is not None and repair.failure.code == Code.MALFORMED_TOOL_CALL
-    assert repair.finish is not None and repair.finish.reason.failure == repair.failure
+    assert repair.failure is not None
+    assert repair.failure.code == Code.MALFORMED_TOOL_CALL
+    assert repair.finish is not None
+    assert repair.finish.reason.failure == repair.failure
     names = [name for name, _ in named_events(out)]
     assert names == ["message_start", "ping", "error"]
     error = named_events(out)[-1][1]
-    assert error["type"] == "error" and error["error"]["type"] == "api_error"
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "api_error"
     assert error["error"]["message"].startswith("MALFORMED_TOOL_CALL: tool_use block 0 was never identified")
 
 
@@ -100,7 +109,8 @@ def test_a_cut_before_the_stop_reason_ends_with_stream_closed(size: int) -> None
     raw = body("drop-mid-stream")
     out, repair = repaired(MessagesRepair, raw, size)
     assert out.startswith(raw)
-    assert repair.failure is not None and repair.failure.code == Code.STREAM_CLOSED
+    assert repair.failure is not None
+    assert repair.failure.code == Code.STREAM_CLOSED
     assert named_events(out)[-1][0] == "error"
 
 
@@ -112,38 +122,45 @@ def test_a_body_broken_off_ends_with_the_failure_given() -> None:
     assert out.startswith(half)
     assert named_events(out)[-1][1]["error"]["message"] == "TIMEOUT: idle for 30 s"
     assert repair.failure == Failure(Code.TIMEOUT, "idle for 30 s")
-    assert repair.feed(raw) == b"" and repair.close() == b""
+    assert repair.feed(raw) == b""
+    assert repair.close() == b""
 
 
 def test_an_upstream_error_event_passes_as_it_came_and_is_the_failure() -> None:
     raw = body("error-midstream")
     out, repair = repaired(MessagesRepair, raw, 64)
     assert out == raw
-    assert repair.failure is not None and repair.failure.code == Code.SERVER
+    assert repair.failure is not None
+    assert repair.failure.code == Code.SERVER
 
 
 def test_the_last_event_without_its_blank_line_is_read_and_a_cut_line_dropped() -> None:
     raw = body("clean")
     out, repair = repaired(MessagesRepair, raw.removesuffix(b"\n\n"), 5)
-    assert out == raw.removesuffix(b"\n\n") and repair.failure is None
+    assert out == raw.removesuffix(b"\n\n")
+    assert repair.failure is None
     cut = raw[: raw.index(b"event: message_delta")] + b'event: message_delta\ndata: {"type":"mess'
     out, repair = repaired(MessagesRepair, cut, 5)
-    assert repair.failure is not None and repair.failure.code == Code.STREAM_CLOSED
-    assert b"event: message_delta" not in out and named_events(out)[-1][0] == "error"
+    assert repair.failure is not None
+    assert repair.failure.code == Code.STREAM_CLOSED
+    assert b"event: message_delta" not in out
+    assert named_events(out)[-1][0] == "error"
 
 
 def test_crlf_framing_passes_byte_for_byte() -> None:
     raw = body("clean").replace(b"\n", b"\r\n")
     for size in SPLITS:
         out, repair = repaired(MessagesRepair, raw, size)
-        assert out == raw and repair.failure is None
+        assert out == raw
+        assert repair.failure is None
 
 
 def test_the_request_api_key_is_redacted_from_what_passes() -> None:
     key = "sk-ant-secret-key-0123"
     raw = body("clean").replace(b"Hello", key.encode())
     out, _ = repaired(lambda: MessagesRepair(api_key=key), raw, 7)
-    assert key.encode() not in out and b"[redacted]" in out
+    assert key.encode() not in out
+    assert b"[redacted]" in out
 
 
 def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
@@ -151,7 +168,8 @@ def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
 
     repair = MessagesRepair(limits=Limits(max_event_bytes=1024))
     out = repair.feed(b"event: content_block_delta\ndata: " + b"x" * 2000)
-    assert repair.failure is not None and repair.failure.code == Code.LIMIT_EXCEEDED
+    assert repair.failure is not None
+    assert repair.failure.code == Code.LIMIT_EXCEEDED
     assert named_events(out)[-1][0] == "error"
 
 
@@ -168,5 +186,5 @@ def test_any_split_gives_the_same_bytes(profile: str, cuts: list[int], crlf: boo
     whole, _ = repaired(MessagesRepair, raw, len(raw))
     points = sorted({c % (len(raw) + 1) for c in cuts} | {0, len(raw)})
     repair = MessagesRepair()
-    out = b"".join(repair.feed(raw[a:b]) for a, b in zip(points, points[1:], strict=False)) + repair.close()
+    out = b"".join(repair.feed(raw[a:b]) for a, b in itertools.pairwise(points)) + repair.close()
     assert out == whole
