@@ -9,7 +9,8 @@ original bytes:
   (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
   output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` for an
   index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id, or
-  none, gets the first one ("Lifecycle response identity changed"). An item id never seen before is left as it is.
+  none, gets the first one ("Lifecycle response identity changed"). In ``response.completed``, an item id never seen
+  in the stream is the upstream's own and stays (OpenRouter), unless that item's id rotated in the stream.
 - **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
   in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
   at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
@@ -64,7 +65,7 @@ def responses_error_body(failure: Failure) -> bytes:
 class _Item:
     """The identity of the item at one ``output_index``, as first given (a held call's is filled in later)."""
 
-    __slots__ = ("call_id", "held", "id", "kind", "name")
+    __slots__ = ("call_id", "held", "id", "kind", "name", "rotated")
 
     def __init__(self, item: dict[str, Any]) -> None:
         self.kind = item.get("type")
@@ -72,6 +73,7 @@ class _Item:
         self.call_id = item.get("call_id") if named(item.get("call_id")) else None
         self.name = item.get("name") if named(item.get("name")) else None
         self.held: Held | None = None
+        self.rotated = False  # another id was given for this item in the stream
 
     def fill_in(self, item: dict[str, Any]) -> None:
         for field in ("id", "call_id", "name"):
@@ -168,6 +170,7 @@ class ResponsesRepair(EventRepair):
             return raw
         if named(item_id):
             self._by_id.setdefault(item_id, index)  # type: ignore[arg-type]
+        item.rotated = True
         body["item_id"] = item.id
         return encode_event(name, body)
 
@@ -210,6 +213,7 @@ class ResponsesRepair(EventRepair):
             return
         if named(given.get("id")):
             self._by_id.setdefault(given["id"], index)  # type: ignore[arg-type]
+            item.rotated = item.rotated or (item.id is not None and given["id"] != item.id)
         if item.held is not None and item.held.raw is None:
             self._fill_in(item, given)
             if item.held.raw is None:
@@ -225,13 +229,15 @@ class ResponsesRepair(EventRepair):
         changed = self._same_response(raw, name, body) is not raw
         response = body.get("response")
         output = response.get("output") if type(response) is dict else None
-        for given in output if type(output) is list else ():
+        for position, given in enumerate(output if type(output) is list else ()):
             if type(given) is not dict:
                 continue
             index = self._by_id.get(given.get("id"))  # type: ignore[arg-type]
-            if index is None:  # an id never seen in the stream is the upstream's own: left as it is
+            if index is None:
                 index = next((i for i, item in self._items.items()
                               if item.call_id is not None and item.call_id == given.get("call_id")), None)
+            if index is None and position in self._items and self._items[position].rotated:
+                index = position  # an upstream that rotates ids: the item at its place
             item = self._items.get(index) if index is not None else None
             if item is not None and item.conform(given):
                 changed = True
