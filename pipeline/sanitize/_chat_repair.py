@@ -159,7 +159,7 @@ class ChatRepair:
         if not self._released:
             self._held.clear()
             return b""
-        return error_event(failure)
+        return error_event(attrs.evolve(failure, message=f"{failure.code}: {failure.message}"))
 
     def _release(self, out: bytes, carries: bool) -> bytes:
         if self._released:

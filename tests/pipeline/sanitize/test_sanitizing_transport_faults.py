@@ -61,7 +61,9 @@ def _post(emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]
         return _payloads(response.text)
 
 
-def _read_until_cut(emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]) -> tuple[bytes, Exception | None]:
+def _read_until_cut(
+    emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]
+) -> tuple[bytes, Exception | None]:
     got = b""
     with httpx.Client(transport=transport) as http, http.stream(
         "POST", f"{emu.base_url}/chat/completions", json=BODY, headers=headers
