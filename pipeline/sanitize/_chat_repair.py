@@ -1,0 +1,340 @@
+"""``ChatRepair``: a streamed chat completion repaired in place, event by event (a ``StreamRepair``).
+
+Each upstream event goes to the client as the upstream sent it (its own bytes) unless a rule must change it
+(docs/decisions/0032-repair-dont-rewrite.md):
+
+- a tool call's identity: held until its ``id`` and ``name`` are known, then sent once with every argument fragment
+  held so far; continuations lose the repeated or blanked ``id`` / ``type`` / ``name`` (the seed's bug); a call at a
+  reused wire index with a new id is a new call (Ollama); client indices are dense per choice, in the order the calls
+  are identified; a call never identified by its choice's finish, or an id claimed by two calls, is
+  ``MALFORMED_TOOL_CALL``;
+- framing: an event with no ``data:`` (an SSE ``id:`` alone, a comment, a keep-alive) is dropped; a BOM is dropped;
+  CR line ends become LF; a missing ``[DONE]`` after every choice's finish is added; nothing after ``[DONE]`` is read;
+- an in-band error, a malformed event, a cut: the stream's failure (``failure``), written as OpenAI's in-band
+  ``data: {"error": ...}`` event naming our code when a byte was already released;
+- the request's API key, should the upstream echo it, is replaced in whatever is forwarded.
+
+Everything else (logprobs, every choice of ``n > 1``, refusal, reasoning fields, content filter, empty content,
+``id`` / ``model`` / ``system_fingerprint`` / ``service_tier``, usage, unknown fields) passes untouched. Most events
+take the fast path: a few byte searches prove the event needs no rule (no tool call, no finish, no error) and it is
+forwarded without being decoded. Until the first event that carries something (text, an identified call, a finish)
+events are held, so a failure found before it is still an HTTP error the client's retry loop can retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import msgspec
+
+from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
+from operators.extend import classify_inband_error
+
+from ._encode import error_event
+
+__all__ = ["ChatRepair"]
+
+_DONE = b"data: [DONE]\n\n"
+_BOM = b"\xef\xbb\xbf"
+_KINDS: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "function_call": "tool-calls",
+                          "length": "max-tokens"}
+_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "audio", "function_call")
+
+
+@attrs.define
+class _Call:
+    id: str | None = None
+    name: str | None = None
+    index: int | None = None
+    """The client's (dense) index once identified."""
+    held: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class _Choice:
+    current: dict[int, _Call] = attrs.field(factory=dict)
+    """The call at each wire index."""
+    calls: list[_Call] = attrs.field(factory=list)
+    identified: int = 0
+    finish_reason: str | None = None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class ChatRepair:
+    """One attempt of a streamed chat completion. ``strict=True`` applies the library's outcome policy on top:
+    a refusal is ``REFUSAL`` and an answer with no text and no call ``EMPTY_RESPONSE`` (both retried by the default
+    ``RetryPolicy``); by default those outcomes reach the client as the upstream sent them."""
+
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
+        self.forwarded = False
+        self._limits = limits or DEFAULT_LIMITS
+        self._key = api_key.encode() if api_key and len(api_key) >= 8 else None
+        self._strict = strict
+        self._buf = b""
+        self._started = False
+        self._cr = False
+        self._held: list[bytes] = []
+        self._released = False
+        self._choices: dict[int, _Choice] = {}
+        self._ids: set[str] = set()
+        self._said = False
+        self._refused = False
+        self._failure: Failure | None = None
+        self._finish: Finish | None = None
+
+    @property
+    def failure(self) -> Failure | None:
+        return self._failure
+
+    @property
+    def finish(self) -> Finish | None:
+        return self._finish
+
+    def dispose(self) -> None:
+        self._held.clear()
+        self._buf = b""
+
+    # -- bytes in ---------------------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> bytes:
+        if self._finish is not None or not data:
+            return b""
+        if not self._started:
+            self._started = True
+            if data.startswith(_BOM):
+                data = data[3:]
+        if self._cr or b"\r" in data:
+            data = self._lf(data)
+        buf = self._buf + data if self._buf else data
+        out: list[bytes] = []
+        start = 0
+        while self._finish is None:
+            end = buf.find(b"\n\n", start)
+            if end < 0:
+                break
+            piece = self._event(buf[start : end + 2])
+            start = end + 2
+            if piece:
+                out.append(piece)
+        self._buf = buf[start:] if self._finish is None else b""
+        if len(self._buf) > self._limits.max_event_bytes:
+            out.append(self._fail(Failure(Code.LIMIT_EXCEEDED, f"an event exceeds max_event_bytes "
+                                          f"({self._limits.max_event_bytes} bytes)")))
+        return b"".join(out)
+
+    def _lf(self, data: bytes) -> bytes:
+        """CR and CRLF line ends as LF; a CR at the end of a read is held back (its LF may come next)."""
+        if self._cr:
+            data = b"\r" + data
+        self._cr = data.endswith(b"\r")
+        if self._cr:
+            data = data[:-1]
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def close(self) -> bytes:
+        """The upstream body ended: a last unterminated event is read; a stream with every choice finished gets its
+        ``[DONE]`` if it had none; any other ending is ``STREAM_CLOSED``."""
+        if self._finish is not None:
+            return b""
+        out = self._event(self._buf + b"\n\n") if self._buf.strip() else b""
+        self._buf = b""
+        if self._finish is not None:
+            return out
+        if self._choices and all(c.finish_reason is not None for c in self._choices.values()):
+            return out + self._done(_DONE)
+        return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
+
+    def fail(self, failure: Failure) -> bytes:
+        if self._finish is not None:
+            return b""
+        return self._fail(failure)
+
+    def _fail(self, failure: Failure) -> bytes:
+        self._failure = failure
+        self._finish = Finish(FinishReason("error", failure))
+        if not self._released:
+            self._held.clear()
+            return b""
+        return error_event(attrs.evolve(failure, message=f"{failure.code}: {failure.message}"))
+
+    def _release(self, out: bytes, carries: bool) -> bytes:
+        if self._released:
+            return out
+        self._held.append(out)
+        if not carries:
+            return b""
+        self._released = True
+        ready = b"".join(self._held)
+        self._held.clear()
+        return ready
+
+    # -- one event ----------------------------------------------------------------------------------------------------
+
+    def _event(self, event: bytes) -> bytes:
+        if (
+            self._released
+            and not self._strict
+            and event.startswith(b"data: {")
+            and event.find(b"\n") == len(event) - 2
+            and b'"tool_calls"' not in event
+            and b'"error"' not in event
+            and event.count(b'"finish_reason"')
+            == event.count(b'"finish_reason":null') + event.count(b'"finish_reason": null')
+            and (self._key is None or self._key not in event)
+        ):
+            return event  # the fast path: nothing here any rule reads
+        return self._slow(event)
+
+    def _slow(self, event: bytes) -> bytes:
+        data: list[bytes] = []
+        named: bytes | None = None
+        for line in event.strip(b"\n").split(b"\n"):
+            if line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"event:"):
+                named = line[6:].strip()
+        if not data:
+            return b""  # a comment, a keep-alive, an SSE id alone: nothing for the client
+        payload = b"\n".join(data)
+        if payload.strip() == b"[DONE]":
+            return self._done(event)
+        try:
+            obj = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            shown = payload[:120].decode("utf-8", "replace")
+            return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
+        if named == b"error" or (obj.get("error") and not obj.get("choices")):
+            failure = classify_inband_error(obj.get("error", obj))
+            if self._key is not None:
+                failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))
+            return self._fail(failure)
+        changed = named is not None or event.find(b"\n") != len(event) - 2 or not event.startswith(b"data:")
+        carries = False
+        choices = obj.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if isinstance(choice, dict):
+                step = self._choice(choice)
+                if self._failure is not None:
+                    return self._fail(self._failure)
+                changed |= step[0]
+                carries |= step[1]
+        if obj.get("usage"):
+            carries = True
+        if changed:
+            event = b"data: " + msgspec.json.encode(obj) + b"\n\n"
+        if self._key is not None and self._key in event:
+            event = event.replace(self._key, b"[redacted]")
+        return self._release(event, carries)
+
+    def _choice(self, choice: dict[str, Any]) -> tuple[bool, bool]:
+        """Repairs one choice of one event in place: (whether it changed, whether it carries anything)."""
+        position = choice.get("index", 0)
+        state = self._choices.setdefault(position if isinstance(position, int) else 0, _Choice())
+        changed = carries = False
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            calls = delta.get("tool_calls")
+            if calls is not None:
+                repaired = self._calls(state, calls if isinstance(calls, list) else [])
+                if repaired != calls:
+                    changed = True
+                    if repaired:
+                        delta["tool_calls"] = repaired
+                    else:
+                        del delta["tool_calls"]
+                carries |= bool(repaired)
+            for key in _TEXT_KEYS:
+                if delta.get(key):
+                    if key == "refusal":
+                        self._refused = True
+                    if key != "refusal" or not self._strict:
+                        carries = True
+                    self._said = True
+        if choice.get("logprobs"):
+            carries = True
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            state.finish_reason = str(reason)
+            carries = True
+            if any(call.index is None for call in state.calls):
+                self._failure = Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name "
+                                        "by its choice's finish)")
+            elif self._strict:
+                self._failure = self._strict_failure()
+        return changed, carries
+
+    def _strict_failure(self) -> Failure | None:
+        if self._refused:
+            return Failure(Code.REFUSAL, "the model refused")
+        if not self._said and not any(c.calls for c in self._choices.values()):
+            return Failure(Code.EMPTY_RESPONSE, "the response has no text and no tool call")
+        return None
+
+    def _calls(self, state: _Choice, entries: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            wire = entry.get("index", 0)
+            function = entry.get("function")
+            function = function if isinstance(function, dict) else {}
+            call_id, name = _text(entry.get("id")), _text(function.get("name"))
+            fragment = function.get("arguments")
+            fragment = fragment if isinstance(fragment, str) else ""
+            call = state.current.get(wire)
+            if call is None or (call_id is not None and call.id is not None and call_id != call.id):
+                call = state.current[wire] = _Call()
+                state.calls.append(call)
+                if len(state.calls) > self._limits.max_tool_calls:
+                    self._failure = Failure(Code.LIMIT_EXCEEDED, f"more than {self._limits.max_tool_calls} tool calls")
+                    return out
+            if call.index is not None:
+                if fragment or set(entry) - {"index", "id", "type", "function"}:
+                    out.append(_continuation(entry, function, call.index, fragment))
+                continue
+            if call_id is not None and call.id is None:
+                if call_id in self._ids:
+                    self._failure = Failure(Code.MALFORMED_TOOL_CALL, f"two tool calls claim the id {call_id!r}")
+                    return out
+                self._ids.add(call_id)
+                call.id = call_id
+            call.name = call.name or name
+            if call.id is None or call.name is None:
+                call.held.append(fragment)
+                continue
+            call.index = state.identified
+            state.identified += 1
+            arguments = "".join(call.held) + fragment
+            call.held.clear()
+            first = dict(entry)
+            first.update(index=call.index, id=call.id, type="function",
+                         function={**function, "name": call.name, "arguments": arguments})
+            out.append(first)
+        return out
+
+    def _done(self, event: bytes) -> bytes:
+        unidentified = any(call.index is None for c in self._choices.values() for call in c.calls)
+        if unidentified:
+            return self._fail(Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name)"))
+        if self._strict and (failure := self._strict_failure()) is not None:
+            return self._fail(failure)
+        first = self._choices.get(0) or next(iter(self._choices.values()), None)
+        reason = first.finish_reason if first is not None else None
+        self._finish = Finish(FinishReason(_KINDS.get(reason or "stop", "stop")))
+        return self._release(event if event.startswith(b"data:") else _DONE, True)
+
+
+def _continuation(entry: dict[str, Any], function: dict[str, Any], index: int, fragment: str) -> dict[str, Any]:
+    """A continuation without the identity the SDK would concatenate (``id``, ``name``) or assert on (``type``)."""
+    out = {k: v for k, v in entry.items() if k not in ("id", "type", "function")}
+    out["index"] = index
+    rest = {k: v for k, v in function.items() if k not in ("name", "arguments")}
+    out["function"] = {**rest, "arguments": fragment}
+    return out
