@@ -1,0 +1,158 @@
+"""The Messages and Responses repairs through ``SanitizingTransport``, with the unmodified anthropic and openai SDKs on
+their own httpx2 clients (sync and async) against the emulator: the faults are repaired or raised, a call never
+identified is an HTTP error the SDK's own retries answer, and a clean stream arrives byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
+httpx2 = pytest.importorskip("httpx2")
+
+from pipeline import SanitizingTransport  # noqa: E402
+from pipeline.emulator import Emulator  # noqa: E402
+
+MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
+KINDS = ("sync", "async")
+
+
+@pytest.fixture(scope="module")
+def emu() -> Iterator[Emulator]:
+    with Emulator() as emulator:
+        yield emulator
+
+
+def _http(kind: str) -> Any:
+    client_class = httpx2.Client if kind == "sync" else httpx2.AsyncClient
+    return client_class(transport=SanitizingTransport())
+
+
+def claude_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
+    """The anthropic SDK's final message (or the error it raised) through the transport."""
+    headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES, "extra_headers": headers}
+    base_url = emu.base_url.removesuffix("/v1")
+    if kind == "sync":
+        client = anthropic.Anthropic(base_url=base_url, api_key="k", http_client=_http(kind), **options)
+        try:
+            with client.messages.stream(**request) as stream:
+                return stream.get_final_message()
+        except Exception as exc:
+            return exc
+
+    async def read() -> Any:
+        client = anthropic.AsyncAnthropic(base_url=base_url, api_key="k", http_client=_http(kind), **options)
+        async with client.messages.stream(**request) as stream:
+            return await stream.get_final_message()
+
+    try:
+        return asyncio.run(read())
+    except Exception as exc:
+        return exc
+
+
+def gpt_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
+    """The openai SDK's ``responses.stream()`` final response (or the error it raised) through the transport."""
+    headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
+    request = {"model": "gpt-5", "input": "Weather in Paris?", "extra_headers": headers}
+    if kind == "sync":
+        client = openai.OpenAI(base_url=emu.base_url, api_key="k", http_client=_http(kind), **options)
+        try:
+            with client.responses.stream(**request) as stream:
+                return stream.get_final_response()
+        except Exception as exc:
+            return exc
+
+    async def read() -> Any:
+        client = openai.AsyncOpenAI(base_url=emu.base_url, api_key="k", http_client=_http(kind), **options)
+        async with client.responses.stream(**request) as stream:
+            return await stream.get_final_response()
+
+    try:
+        return asyncio.run(read())
+    except Exception as exc:
+        return exc
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("profile", ["seed-bug", "late-block-id"])
+def test_anthropic_sdk_gets_one_identified_tool_use_through_the_transport(emu: Emulator, kind: str,
+                                                                          profile: str) -> None:
+    message = claude_final(emu, kind, profile)
+    (block,) = message.content
+    assert block.id.startswith("toolu_")
+    assert (block.name, block.input) == ("get_weather", {"city": "Paris"})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_anthropic_sdk_retries_a_never_identified_tool_use_then_succeeds_after_two_requests(
+    emu: Emulator, kind: str
+) -> None:
+    key = f"messages-never-{kind}"
+    headers = {"x-emulator-fail-first": "1", "x-emulator-then": "clean-tool", "x-emulator-key": key}
+    message = claude_final(emu, kind, "never-identified", headers=headers)
+    assert message.content[0].id.startswith("toolu_")
+    assert emu.state.attempts[key] == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_anthropic_sdk_raises_a_never_identified_tool_use_after_one_request_without_retries(
+    emu: Emulator, kind: str
+) -> None:
+    before = len(emu.state.requests)
+    error = claude_final(emu, kind, "never-identified", max_retries=0)
+    assert isinstance(error, anthropic.APIStatusError)
+    assert "MALFORMED_TOOL_CALL" in str(error)
+    assert len(emu.state.requests) == before + 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_anthropic_sdk_raises_on_a_cut_messages_stream(emu: Emulator, kind: str) -> None:
+    error = claude_final(emu, kind, "drop-mid-stream", max_retries=0)
+    assert isinstance(error, anthropic.APIError)
+
+
+def test_anthropic_sdk_reads_clean_and_trailing_done_streams_as_without_the_transport(emu: Emulator) -> None:
+    base_url = emu.base_url.removesuffix("/v1")
+    plain = anthropic.Anthropic(base_url=base_url, api_key="k")
+    for profile in ("clean", "thinking-tool", "trailing-done", "cut-after-stop"):
+        headers = {"x-emulator-profile": profile}
+        with plain.messages.stream(model="claude-sonnet-4-5", max_tokens=9, messages=MESSAGES,
+                                   extra_headers=headers) as stream:
+            want = stream.get_final_message().model_dump()
+        got = claude_final(emu, "sync", profile).model_dump()
+        assert got["id"] != want["id"]  # each request is a new message (tool ids end as its id); the rest is equal
+        assert json.dumps(got).replace(got["id"], "*").replace(got["id"][-12:], "*") == json.dumps(want).replace(
+            want["id"], "*").replace(want["id"][-12:], "*")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("profile", ["rotated-ids", "late-id", "seed-bug"])
+def test_openai_responses_stream_reads_repaired_identity_through_the_transport(emu: Emulator, kind: str,
+                                                                              profile: str) -> None:
+    response = gpt_final(emu, kind, profile)
+    assert not isinstance(response, BaseException), response
+    call = response.output[-1]
+    assert call.call_id.startswith("call_emu0_")
+    assert (call.name, call.arguments) == ("get_weather", '{"city": "Paris"}')
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_openai_responses_never_identified_raises_after_one_request_without_retries(emu: Emulator, kind: str) -> None:
+    before = len(emu.state.requests)
+    error = gpt_final(emu, kind, "never-identified", max_retries=0)
+    assert isinstance(error, openai.APIStatusError)
+    assert error.code == "MALFORMED_TOOL_CALL"
+    assert len(emu.state.requests) == before + 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_openai_responses_cut_stream_raises_api_error(emu: Emulator, kind: str) -> None:
+    error = gpt_final(emu, kind, "drop-mid-stream", max_retries=0)
+    assert isinstance(error, openai.APIError)
