@@ -187,7 +187,9 @@ _REGISTRY: tuple[Profile, ...] = (
     Profile("clean-tool", 'one tool_use get_weather {"city": "Paris"} in input_json_delta fragments', clean_tool),
     Profile("seed-bug", 'the tool_use block start repeated for index 0 with id/name "" then null', seed_bug),
     Profile("never-identified", "a tool_use block with a name but no id, ever", never_identified),
-    Profile("late-block-id", 'a tool_use block started with id "", its id given by a repeated start for index 0', late_id),
+    Profile(
+        "late-block-id", 'a tool_use block started with id "", its id given by a repeated start for index 0', late_id
+    ),
     Profile("trailing-done", "the clean stream, then data: [DONE] after message_stop", trailing_done),
     Profile("error-midstream", "text, then event: error overloaded_error (no message_stop)", error_midstream),
     Profile(

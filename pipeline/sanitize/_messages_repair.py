@@ -75,6 +75,20 @@ class MessagesRepair(EventRepair):
         self._started = False
         self._stop_reason: str | None = None
 
+    def _run(self, events: list[bytes]) -> None:
+        out = self._out
+        key = self._key
+        flowing = self._flowing()
+        for raw in events:
+            if (flowing and ((raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw) or raw.startswith(_DELTA_DATA))
+                    and (key is None or key not in raw)):
+                out.append(raw)  # the hot path: a delta, nothing held
+                continue
+            if self._closed:
+                break
+            self._one(raw)
+            flowing = self._flowing()
+
     def _event(self, raw: bytes) -> None:
         if (raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw) or raw.startswith(_DELTA_DATA):
             self._emit(raw)  # text, thinking, arguments, signature, citations: as they came

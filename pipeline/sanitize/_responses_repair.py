@@ -103,6 +103,22 @@ class ResponsesRepair(EventRepair):
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
         self._response_id: object = None
 
+    def _run(self, events: list[bytes]) -> None:
+        out = self._out
+        key = self._key
+        flowing = self._flowing()
+        for raw in events:
+            if flowing and raw.startswith(b"event: response."):  # the hot path: a delta of the latest item
+                end = raw.find(b"\n", 16)
+                if (raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw)
+                        and (key is None or key not in raw)):
+                    out.append(raw)
+                    continue
+            if self._closed:
+                break
+            self._one(raw)
+            flowing = self._flowing()
+
     def _event(self, raw: bytes) -> None:
         name = b""
         if raw.startswith(b"event: "):

@@ -141,7 +141,8 @@ def test_messages_late_block_id_starts_blank_and_a_repeated_start_gives_the_id(h
     assert str(second["id"]).startswith("toolu_")
     assert partial_json(sent) == ARGUMENTS
     names = [e.name for e in sent]
-    assert names.index("content_block_delta") < names.index("content_block_start", names.index("content_block_start") + 1)
+    second_start = names.index("content_block_start", names.index("content_block_start") + 1)
+    assert names.index("content_block_delta") < second_start
 
 
 def test_messages_trailing_done_ends_with_data_done_after_message_stop(http: httpx.Client) -> None:
