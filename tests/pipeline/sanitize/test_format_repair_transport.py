@@ -156,3 +156,47 @@ def test_openai_responses_never_identified_raises_after_one_request_without_retr
 def test_openai_responses_cut_stream_raises_api_error(emu: Emulator, kind: str) -> None:
     error = gpt_final(emu, kind, "drop-mid-stream", max_retries=0)
     assert isinstance(error, openai.APIError)
+
+
+# -- the same through llm-stream proxy (the transport under it)
+
+
+@pytest.fixture(scope="module")
+def proxy_url(emu: Emulator) -> Iterator[str]:
+    from pipeline.sanitize import Proxy
+
+    with Proxy(emu.base_url) as proxy:
+        yield proxy.base_url
+
+
+def test_anthropic_sdk_through_the_proxy_gets_one_tool_use_and_raises_the_faults(proxy_url: str) -> None:
+    client = anthropic.Anthropic(base_url=proxy_url.removesuffix("/v1"), api_key="k", max_retries=0)
+
+    def final(profile: str) -> Any:
+        headers = {"x-emulator-profile": profile}
+        with client.messages.stream(model="m", max_tokens=9, messages=MESSAGES, extra_headers=headers) as stream:
+            return stream.get_final_message()
+
+    (block,) = final("seed-bug").content
+    assert block.id.startswith("toolu_")
+    assert block.input == {"city": "Paris"}
+    with pytest.raises(anthropic.APIStatusError, match="MALFORMED_TOOL_CALL"):
+        final("never-identified")
+    with pytest.raises(anthropic.APIError):
+        final("drop-mid-stream")
+
+
+def test_openai_responses_through_the_proxy_reads_rotated_ids_and_raises_the_faults(proxy_url: str) -> None:
+    client = openai.OpenAI(base_url=proxy_url, api_key="k", max_retries=0)
+
+    def final(profile: str) -> Any:
+        with client.responses.stream(model="m", input="hi", extra_headers={"x-emulator-profile": profile}) as stream:
+            return stream.get_final_response()
+
+    response = final("rotated-ids")
+    assert response.output_text == "Hello from the emulator."
+    assert response.output[-1].call_id.startswith("call_emu0_")
+    with pytest.raises(openai.APIStatusError, match="MALFORMED_TOOL_CALL"):
+        final("never-identified")
+    with pytest.raises(openai.APIError):
+        final("drop-mid-stream")
