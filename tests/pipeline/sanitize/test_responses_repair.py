@@ -27,7 +27,7 @@ def by_type(out: bytes, kind: str) -> list[Any]:
     return [data for _, data in named_events(out) if isinstance(data, dict) and data.get("type") == kind]
 
 
-def item_ids(out: bytes, output_index: int) -> set[str]:
+def item_ids(out: bytes, output_index: int) -> set[str | None]:
     """Every id the events give the item at ``output_index`` (items, ``item_id``s, the completed output's)."""
     ids = set()
     for _, data in named_events(out):
