@@ -3,6 +3,7 @@ the events of a body (its raw blocks, and their names and data)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -11,7 +12,7 @@ from pipeline.emulator._profiles import Profile
 from pipeline.emulator._script import ScriptOptions
 from pipeline.sanitize._event_repair import EventRepair
 
-__all__ = ["SPLITS", "blocks", "body_of", "named_events", "repaired", "without"]
+__all__ = ["SPLITS", "blocks", "body_of", "cut_at", "named_events", "repaired", "without"]
 
 SPLITS = (1, 3, 17, 64, 1 << 20)
 """Read sizes every unit test feeds at: byte by byte, odd sizes, and the whole body at once."""
@@ -27,6 +28,15 @@ def repaired(make: Callable[[], EventRepair], body: bytes, size: int) -> tuple[b
     out = [repair.feed(body[start : start + size]) for start in range(0, len(body), size)]
     out.append(repair.close())
     return b"".join(out), repair
+
+
+def cut_at(make: Callable[[], EventRepair], body: bytes, cuts: list[int]) -> tuple[bytes, bytes]:
+    """What the repairer gives for ``body`` fed whole, and fed in reads cut at ``cuts`` (taken modulo its length)."""
+    whole, _ = repaired(make, body, len(body))
+    points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    repair = make()
+    split = b"".join(repair.feed(body[a:b]) for a, b in itertools.pairwise(points)) + repair.close()
+    return whole, split
 
 
 def blocks(body: bytes) -> list[bytes]:

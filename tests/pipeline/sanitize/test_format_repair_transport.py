@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -33,51 +33,46 @@ def _http(kind: str) -> Any:
     return client_class(transport=SanitizingTransport())
 
 
+def _outcome(kind: str, sync: Callable[[], Any], asynchronous: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """What the SDK returned, or the error it raised."""
+    try:
+        return sync() if kind == "sync" else asyncio.run(asynchronous())
+    except Exception as exc:
+        return exc
+
+
 def claude_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
     """The anthropic SDK's final message (or the error it raised) through the transport."""
     headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
     request = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES, "extra_headers": headers}
-    base_url = emu.base_url.removesuffix("/v1")
-    if kind == "sync":
-        client = anthropic.Anthropic(base_url=base_url, api_key="k", http_client=_http(kind), **options)
-        try:
-            with client.messages.stream(**request) as stream:
-                return stream.get_final_message()
-        except Exception as exc:
-            return exc
+    setup = {"base_url": emu.base_url.removesuffix("/v1"), "api_key": "k", "http_client": _http(kind), **options}
 
-    async def read() -> Any:
-        client = anthropic.AsyncAnthropic(base_url=base_url, api_key="k", http_client=_http(kind), **options)
-        async with client.messages.stream(**request) as stream:
+    def sync() -> Any:
+        with anthropic.Anthropic(**setup).messages.stream(**request) as stream:
+            return stream.get_final_message()
+
+    async def asynchronous() -> Any:
+        async with anthropic.AsyncAnthropic(**setup).messages.stream(**request) as stream:
             return await stream.get_final_message()
 
-    try:
-        return asyncio.run(read())
-    except Exception as exc:
-        return exc
+    return _outcome(kind, sync, asynchronous)
 
 
 def gpt_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
     """The openai SDK's ``responses.stream()`` final response (or the error it raised) through the transport."""
     headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
     request = {"model": "gpt-5", "input": "Weather in Paris?", "extra_headers": headers}
-    if kind == "sync":
-        client = openai.OpenAI(base_url=emu.base_url, api_key="k", http_client=_http(kind), **options)
-        try:
-            with client.responses.stream(**request) as stream:
-                return stream.get_final_response()
-        except Exception as exc:
-            return exc
+    setup = {"base_url": emu.base_url, "api_key": "k", "http_client": _http(kind), **options}
 
-    async def read() -> Any:
-        client = openai.AsyncOpenAI(base_url=emu.base_url, api_key="k", http_client=_http(kind), **options)
-        async with client.responses.stream(**request) as stream:
+    def sync() -> Any:
+        with openai.OpenAI(**setup).responses.stream(**request) as stream:
+            return stream.get_final_response()
+
+    async def asynchronous() -> Any:
+        async with openai.AsyncOpenAI(**setup).responses.stream(**request) as stream:
             return await stream.get_final_response()
 
-    try:
-        return asyncio.run(read())
-    except Exception as exc:
-        return exc
+    return _outcome(kind, sync, asynchronous)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -3,13 +3,12 @@ blanked block start, a late id, ``[DONE]``, a cut, a call never identified), and
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repair_helpers import SPLITS, blocks, body_of, named_events, repaired, without
+from repair_helpers import SPLITS, blocks, body_of, cut_at, named_events, repaired, without
 
 from operators import Code, Failure
 from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
@@ -183,8 +182,5 @@ def test_any_split_gives_the_same_bytes(profile: str, cuts: list[int], crlf: boo
     raw = body(profile)
     if crlf:
         raw = raw.replace(b"\n", b"\r\n")
-    whole, _ = repaired(MessagesRepair, raw, len(raw))
-    points = sorted({c % (len(raw) + 1) for c in cuts} | {0, len(raw)})
-    repair = MessagesRepair()
-    out = b"".join(repair.feed(raw[a:b]) for a, b in itertools.pairwise(points)) + repair.close()
-    assert out == whole
+    whole, split = cut_at(MessagesRepair, raw, cuts)
+    assert split == whole

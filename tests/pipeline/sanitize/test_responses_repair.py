@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repair_helpers import SPLITS, body_of, named_events, repaired
+from repair_helpers import SPLITS, body_of, cut_at, named_events, repaired
 
 from operators import Code, Failure
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
@@ -160,8 +159,5 @@ def test_any_split_gives_the_same_bytes(profile: str, cuts: list[int], crlf: boo
     raw = body(profile)
     if crlf:
         raw = raw.replace(b"\n", b"\r\n")
-    whole, _ = repaired(ResponsesRepair, raw, len(raw))
-    points = sorted({c % (len(raw) + 1) for c in cuts} | {0, len(raw)})
-    repair = ResponsesRepair()
-    out = b"".join(repair.feed(raw[a:b]) for a, b in itertools.pairwise(points)) + repair.close()
-    assert out == whole
+    whole, split = cut_at(ResponsesRepair, raw, cuts)
+    assert split == whole
