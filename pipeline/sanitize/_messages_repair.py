@@ -9,7 +9,8 @@ original bytes:
 - A ``tool_use`` start without a non-empty ``id`` and ``name`` is held, with everything after it, until a repeated
   start for its index fills them in; the first start is then written with them. Still unidentified at
   ``message_stop``: ``MALFORMED_TOOL_CALL``.
-- A ``data: [DONE]`` is dropped; nothing after ``message_stop`` is passed on.
+- A ``data: [DONE]`` is dropped; nothing after ``message_stop`` is passed on. An event without an ``event:`` line
+  (a data-only stream, which the SDK skips entirely) gets one named after its payload's ``type``.
 - The body ending without ``message_stop``: after a ``stop_reason`` the message is whole (the library reads it so, and
   so does the SDK): a finish; before one, ``STREAM_CLOSED``. A failure is ``event: error`` in Anthropic's shape
   (``{"type": "error", "error": {"type", "message"}}``), which the SDK raises as ``APIStatusError``.
@@ -40,6 +41,7 @@ _log = get_logger("sanitize")
 _DELTA_NAMED = b"event: content_block_delta\n"
 _DELTA_TYPE = b'"content_block_delta"'
 _DELTA_DATA = b'data: {"type":"content_block_delta"'
+_BOM = b"\xef\xbb\xbf"
 _FINISHES = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls", "max_tokens": "max-tokens"}
 _ERROR_TYPES: dict[str, str] = {
     Code.RATE_LIMIT: "rate_limit_error",
@@ -65,6 +67,13 @@ def messages_error_body(failure: Failure) -> bytes:
     return json.dumps(_error(failure), ensure_ascii=False).encode()
 
 
+def _named_event(name: bytes, raw: bytes) -> bytes:
+    """``raw`` with an ``event: name`` line before its first field line (after a BOM and blank lines)."""
+    start = 3 if raw.startswith(_BOM) else 0
+    start = len(raw) - len(raw[start:].lstrip(b"\r\n"))
+    return raw[:start] + b"event: " + name + b"\n" + raw[start:]
+
+
 class MessagesRepair(EventRepair):
     """One Messages API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
@@ -80,18 +89,24 @@ class MessagesRepair(EventRepair):
         key = self._key
         flowing = self._flowing()
         for raw in events:
-            if (flowing and ((raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw) or raw.startswith(_DELTA_DATA))
-                    and (key is None or key not in raw)):
-                out.append(raw)  # the hot path: a delta, nothing held
-                continue
+            if flowing and (key is None or key not in raw):  # the hot path: a delta, nothing held
+                if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
+                    out.append(raw)
+                    continue
+                if raw.startswith(_DELTA_DATA):
+                    out.append(_DELTA_NAMED + raw)  # a data-only stream: named, as the SDK needs
+                    continue
             if self._closed:
                 break
             self._one(raw)
             flowing = self._flowing()
 
     def _event(self, raw: bytes) -> None:
-        if (raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw) or raw.startswith(_DELTA_DATA):
+        if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
             self._emit(raw)  # text, thinking, arguments, signature, citations: as they came
+            return
+        if raw.startswith(_DELTA_DATA):
+            self._emit(_DELTA_NAMED + raw)
             return
         name, data = event_parts(raw)
         if data is None:
@@ -103,11 +118,14 @@ class MessagesRepair(EventRepair):
             body = decode(data)
         except (msgspec.DecodeError, RecursionError):
             body = None
-        if name == b"error" or (type(body) is dict and body.get("type") == "error"):
+        kind = body.get("type") if type(body) is dict else None
+        if not name and type(kind) is str and kind:  # a data-only stream: the SDK reads only named events
+            name = kind.encode()
+            raw = _named_event(name, raw)
+        if name == b"error" or kind == "error":
             error = body.get("error", body) if type(body) is dict else data.decode("utf-8", "replace")
             self._end_with(classify_inband_error(error), raw)
             return
-        kind = body.get("type") if type(body) is dict else None
         if kind == "content_block_start":
             self._block_start(raw, name, body)
         elif kind == "message_start":

@@ -4,6 +4,7 @@ and on every recorded stream the plain SDK already reads right, the repaired byt
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,27 @@ def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_
         identical += out == raw
     assert read_right >= 30
     assert identical == read_right
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside the worktree")
+def test_data_only_messages_streams_the_plain_sdk_skips_read_as_their_peers_expect(
+    claude: Any, server: BytesServer
+) -> None:
+    """The anthropic SDK reads only named events: on a data-only stream it has no message at all. Named from their
+    payload's type, they read as the peer suites that recorded them assert (text and tool calls)."""
+    matched = []
+    for path in sorted(FIXTURES.glob("peers-formats/messages/*.sse")):
+        raw = path.read_bytes()
+        if raw.lstrip().startswith(b"event:"):
+            continue
+        assert _read(lambda body: final_message(claude, server, body), raw) is None, path.name
+        expected = json.loads(path.with_suffix(".expected.json").read_text())
+        message = _read(lambda body: final_message(claude, server, body), whole(MessagesRepair, raw))
+        if message is None:
+            continue
+        text = "".join(block["text"] for block in message["content"] if block["type"] == "text")
+        calls = [(b["id"], b["name"], b["input"]) for b in message["content"] if b["type"] == "tool_use"]
+        want = [(c["id"], c["name"], json.loads(c["arguments"] or "{}")) for c in expected["tool_calls"] or []]
+        if (text, calls) == (expected["text"], want):
+            matched.append(path.name)
+    assert len(matched) >= 21, matched

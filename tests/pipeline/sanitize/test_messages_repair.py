@@ -4,6 +4,7 @@ blanked block start, a late id, ``[DONE]``, a cut, a call never identified), and
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -144,6 +145,16 @@ def test_the_last_event_without_its_blank_line_is_read_and_a_cut_line_dropped() 
     assert repair.failure.code == Code.STREAM_CLOSED
     assert b"event: message_delta" not in out
     assert named_events(out)[-1][0] == "error"
+
+
+@pytest.mark.parametrize("size", SPLITS)
+@pytest.mark.parametrize("profile", ["clean", "seed-bug", "thinking-tool"])
+def test_a_data_only_stream_gets_each_event_named_after_its_type(profile: str, size: int) -> None:
+    named = repaired(MessagesRepair, body(profile), 1 << 20)[0]
+    data_only = re.sub(rb"(?m)^event: [a-z_]+\n", b"", body(profile))
+    out, repair = repaired(MessagesRepair, data_only, size)
+    assert out == named  # the emulator names every event after its type: the same bytes
+    assert repair.failure is None
 
 
 def test_crlf_framing_passes_byte_for_byte() -> None:
