@@ -139,6 +139,18 @@ def test_openai_responses_stream_reads_repaired_identity_through_the_transport(e
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_openai_responses_retries_a_never_identified_call_then_succeeds_after_two_requests(
+    emu: Emulator, kind: str
+) -> None:
+    key = f"responses-never-{kind}"
+    headers = {"x-emulator-fail-first": "1", "x-emulator-then": "clean-tool", "x-emulator-key": key}
+    response = gpt_final(emu, kind, "never-identified", headers=headers)
+    assert not isinstance(response, BaseException), response
+    assert response.output[-1].call_id.startswith("call_emu0_")
+    assert emu.state.attempts[key] == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_openai_responses_never_identified_raises_after_one_request_without_retries(emu: Emulator, kind: str) -> None:
     before = len(emu.state.requests)
     error = gpt_final(emu, kind, "never-identified", max_retries=0)
