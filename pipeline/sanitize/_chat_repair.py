@@ -325,11 +325,12 @@ class ChatRepair:
                 continue
             call.index = state.identified
             state.identified += 1
-            arguments = "".join(call.held) + fragment
-            call.held.clear()
+            held, call.held = call.held, []
             first = dict(entry)
-            first.update(index=call.index, id=call.id, type="function",
-                         function={**function, "name": call.name, "arguments": arguments})
+            first.update(index=call.index, id=call.id, function={**function, "name": call.name,
+                                                                 "arguments": "".join(held) + fragment})
+            if "type" in entry or held:  # a type the upstream never sent is not added to its own event
+                first["type"] = "function"
             out.append(first)
         return out
 

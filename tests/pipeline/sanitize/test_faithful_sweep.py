@@ -23,26 +23,26 @@ def _response(body: bytes) -> bytes:
     return head + chunk(body) + b"0\r\n\r\n"
 
 
-def _library_reads(body: bytes) -> tuple[str, list[tuple[str, str]]] | None:
+def _library_reads(body: bytes) -> tuple[str, list[tuple[str, str, str]]] | None:
     """The library's text and calls for the stream, or ``None`` when it ends in an error."""
     chunks = pipeline.collect(body)
     finish = next((c for c in chunks if isinstance(c, Finish)), None)
     if finish is None or finish.reason.failure is not None:
         return None
     text = "".join(c.text for c in chunks if isinstance(c, TextDelta))
-    calls = [(b.name, b.arguments) for c in chunks if isinstance(block := getattr(c, "block", None), ToolCallBlock)
-             for b in (block,)]
+    calls = [(b.id, b.name, b.arguments) for c in chunks
+             if isinstance(block := getattr(c, "block", None), ToolCallBlock) for b in (block,)]
     return text, calls
 
 
-def _sdk_reads(result: Any) -> tuple[str, list[tuple[str, str]]] | None:
+def _sdk_reads(result: Any) -> tuple[str, list[tuple[str, str, str]]] | None:
     if not isinstance(result, dict) or not result["choices"]:
         return None
     choice = result["choices"][0]
     if choice["finish_reason"] is None:
         return None
     message = choice["message"]
-    calls = [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or ()]
+    calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or ()]
     return message.get("content") or "", calls
 
 
