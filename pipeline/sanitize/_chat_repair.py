@@ -112,7 +112,16 @@ class ChatRepair:
         buf = self._buf + data if self._buf else data
         out: list[bytes] = []
         start = 0
+        whole = self._strict  # one try per read at passing every whole event at once (the fast path)
         while self._finish is None:
+            if self._released and not whole:
+                whole = True
+                last = buf.rfind(b"\n\n") + 2
+                block = buf[start:last] if start or last != len(buf) else buf
+                if last > start + 1 and self._plain(block, block.count(b"\n\n")):
+                    out.append(block)
+                    start = last
+                    break
             end = buf.find(b"\n\n", start)
             if end < 0:
                 break
@@ -174,18 +183,23 @@ class ChatRepair:
 
     # -- one event ----------------------------------------------------------------------------------------------------
 
+    def _plain(self, block: bytes, events: int) -> bool:
+        """Whether ``events`` whole events in ``block`` are each one ``data: {...}`` line that no rule reads (no
+        tool call, no error, no finish, no ``[DONE]``, no key): a few byte searches, whatever the number of events."""
+        return (
+            block.startswith(b"data: {")
+            and block.count(b"\n") == 2 * events
+            and block.count(b"\n\ndata: {") == events - 1
+            and b'"tool_calls"' not in block
+            and b'"error"' not in block
+            and b"[DONE]" not in block
+            and block.count(b'"finish_reason"')
+            == block.count(b'"finish_reason":null') + block.count(b'"finish_reason": null')
+            and (self._key is None or self._key not in block)
+        )
+
     def _event(self, event: bytes) -> bytes:
-        if (
-            self._released
-            and not self._strict
-            and event.startswith(b"data: {")
-            and event.find(b"\n") == len(event) - 2
-            and b'"tool_calls"' not in event
-            and b'"error"' not in event
-            and event.count(b'"finish_reason"')
-            == event.count(b'"finish_reason":null') + event.count(b'"finish_reason": null')
-            and (self._key is None or self._key not in event)
-        ):
+        if self._released and not self._strict and self._plain(event, 1):
             return event  # the fast path: nothing here any rule reads
         return self._slow(event)
 
@@ -311,11 +325,12 @@ class ChatRepair:
                 continue
             call.index = state.identified
             state.identified += 1
-            arguments = "".join(call.held) + fragment
-            call.held.clear()
+            held, call.held = call.held, []
             first = dict(entry)
-            first.update(index=call.index, id=call.id, type="function",
-                         function={**function, "name": call.name, "arguments": arguments})
+            first.update(index=call.index, id=call.id, function={**function, "name": call.name,
+                                                                 "arguments": "".join(held) + fragment})
+            if "type" in entry or held:  # a type the upstream never sent is not added to its own event
+                first["type"] = "function"
             out.append(first)
         return out
 

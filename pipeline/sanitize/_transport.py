@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from operators import DEFAULT_LIMITS, Code, Failure, Limits, RetryPolicy
+from operators import DEFAULT_LIMITS, DEFAULT_RETRYABLE_CODES, Code, Failure, Limits, RetryPolicy
 
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
 from ._bodies import AsyncBody, Bytes, Deadline, SyncBody, relay_headers
@@ -83,8 +83,8 @@ class SanitizingTransport(Transports):
     ``retry_policy`` is its older name. ``limits`` bound each response as in ``pipeline.translate``. ``mode`` is
     ``"stream"`` (forward as soon as repaired bytes are ready) or ``"buffered"`` (hold the response until its
     finish). ``strict=True`` adds the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in
-    it ``EMPTY_RESPONSE`` (both retryable); by default those reach the client as the upstream sent them.
-    ``random`` is the backoff's jitter source (inject a fixed one in tests).
+    it ``EMPTY_RESPONSE`` (both answered with ``x-should-retry: true``); by default those reach the client as the
+    upstream sent them. ``random`` is the backoff's jitter source (inject a fixed one in tests).
     """
 
     def __init__(
@@ -135,8 +135,15 @@ class SanitizingTransport(Transports):
         """A failure before any byte: the client's own ``ReadTimeout`` for a timeout, else an HTTP error."""
         if failure.code == Code.TIMEOUT:
             raise hx.ReadTimeout(failure.message, request=request)
-        answer = error_response(failure, found.error_body, self.retry)
+        answer = error_response(failure, found.error_body, self._classification())
         return hx.Response(answer.status, headers=answer.headers, stream=Bytes(answer.body))
+
+    def _classification(self) -> RetryPolicy | None:
+        """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
+        (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
+        if self.retry is not None or not self.strict:
+            return self.retry
+        return RetryPolicy(retryable_codes=(*DEFAULT_RETRYABLE_CODES, Code.REFUSAL))
 
     # -- sync -----------------------------------------------------------------------------------------------------
 

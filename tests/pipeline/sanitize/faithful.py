@@ -17,12 +17,14 @@ KINDS: tuple[Kind, ...] = ("httpx2", "httpx2-async", "httpx", "httpx-async")
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-def sdk(kind: Kind, base_url: str, *, transport: bool, **options: Any) -> Any:
-    """An openai client of ``kind`` on ``base_url`` (``max_retries``, ``timeout``... in ``options``)."""
+def sdk(kind: Kind, base_url: str, *, transport: bool | SanitizingTransport, **options: Any) -> Any:
+    """An openai client of ``kind`` on ``base_url`` (``max_retries``, ``timeout``... in ``options``), through
+    ``transport`` (``True``: a default ``SanitizingTransport``)."""
     module: Any = httpx2 if kind.startswith("httpx2") else httpx
     sync = not kind.endswith("async")
     client_class = module.Client if sync else module.AsyncClient
-    http = client_class(transport=SanitizingTransport()) if transport else client_class()
+    given = SanitizingTransport() if transport is True else transport
+    http = client_class(transport=given) if given else client_class()
     sdk_class = openai.OpenAI if sync else openai.AsyncOpenAI
     return sdk_class(base_url=base_url, api_key="sk-test-key-123456", http_client=http, **options)
 
@@ -36,7 +38,7 @@ def outcome(result: Any) -> Any:
     return result.model_dump() if hasattr(result, "model_dump") else result
 
 
-def chunks(kind: Kind, base_url: str, *, transport: bool, **options: Any) -> Any:
+def chunks(kind: Kind, base_url: str, *, transport: bool | SanitizingTransport, **options: Any) -> Any:
     """Every chunk of ``create(stream=True)``, or the error the SDK raised."""
     client = sdk(kind, base_url, transport=transport, **options)
     if kind.endswith("async"):
@@ -59,7 +61,7 @@ def chunks(kind: Kind, base_url: str, *, transport: bool, **options: Any) -> Any
         return outcome(exc)
 
 
-def final(kind: Kind, base_url: str, *, transport: bool, **options: Any) -> Any:
+def final(kind: Kind, base_url: str, *, transport: bool | SanitizingTransport, **options: Any) -> Any:
     """``chat.completions.stream(...).get_final_completion()``, or the error the SDK raised."""
     client = sdk(kind, base_url, transport=transport, **options)
 

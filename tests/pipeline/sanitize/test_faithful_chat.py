@@ -12,6 +12,8 @@ import pytest
 from faithful import KINDS, Kind, chunks, final, sdk
 from gateway import Gateway, http_json, sse
 
+from pipeline import SanitizingTransport
+
 BASE = {"id": "chatcmpl-keep", "object": "chat.completion.chunk", "created": 1727346170, "model": "gpt-4o-2024-08-06"}
 
 
@@ -218,3 +220,30 @@ def test_an_http_error_reaches_the_sdk_with_its_headers() -> None:
             client.chat.completions.create(stream=True, model="m", messages=[{"role": "user", "content": "hi"}])
         assert raised.value.response.headers["retry-after-ms"] == "10"
         assert gateway.count == 1  # x-should-retry: false, as sent, so the SDK did not retry
+
+
+# -- buffered and strict -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["httpx2", "httpx-async"])
+def test_buffered_mode_leaves_retrying_to_the_sdk_too(kind: Kind) -> None:
+    with Gateway(sse(_NEVER), sse(_GOOD_CALL)) as gateway:
+        result = final(kind, gateway.base_url, transport=SanitizingTransport(mode="buffered"))
+        assert _calls(result) == [("call_1", "get_weather", '{"city": "Paris"}')]
+        assert gateway.count == 2
+    with Gateway(_429) as gateway:
+        assert final(kind, gateway.base_url, transport=SanitizingTransport(mode="buffered"))[0] == "RateLimitError"
+        assert gateway.count == 3
+
+
+@pytest.mark.parametrize(("case", "code"), [("empty", "EMPTY_RESPONSE"), ("refusal", "REFUSAL")])
+def test_the_strict_outcome_policy_is_an_opt_in(case: str, code: str) -> None:
+    with Gateway(sse(KEEP[case])) as gateway:
+        assert isinstance(final("httpx2", gateway.base_url, transport=True, max_retries=0), dict)  # by default: kept
+        error = final("httpx2", gateway.base_url, transport=SanitizingTransport(strict=True), max_retries=0)
+        assert error[0] == "InternalServerError"
+        assert code in error[1]
+    with Gateway(sse(KEEP[case]), sse(_text_stream("ok"))) as gateway:
+        result = final("httpx2", gateway.base_url, transport=SanitizingTransport(strict=True))
+        assert result["choices"][0]["message"]["content"] == "ok"
+        assert gateway.count == 2  # retryable by the library's classification: x-should-retry true
