@@ -3,7 +3,8 @@ LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (`
 ``run_proxy``: ``llm-stream proxy``; these need the ``emulator`` extra, starlette and uvicorn).
 
 Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
-sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md) and leave retrying to the client
+sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
+``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
 (docs/decisions/0033-one-retry-layer.md); everything else passes through untouched. ``Sanitizer`` and
 ``OpenAIEncoder`` (the earlier re-encoding of the operators' chunks as OpenAI SSE) remain for callers that want a
 stream rewritten from chunks.
@@ -16,15 +17,17 @@ from typing import TYPE_CHECKING
 
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
+from ._messages_repair import MessagesRepair
 from ._repair import StreamRepair
+from ._responses_repair import ResponsesRepair
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
 if TYPE_CHECKING:
     from ._proxy import Proxy, create_proxy_app, run_proxy
 
-__all__ = ["ChatRepair", "Mode", "OpenAIEncoder", "Proxy", "Sanitizer", "SanitizingTransport", "StreamRepair",
-           "create_proxy_app", "run_proxy", "usage_json"]
+__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ResponsesRepair", "Sanitizer",
+           "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
 
 _SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
 
