@@ -112,9 +112,14 @@ class EventRepair:
             for raw in self._split.feed(data):
                 self._after_end(raw)
             return self._take()
-        events = self._split.feed(data)
-        if events:
-            self._run(events)
+        block = self._split.feed_block(data)
+        if block:
+            if self._flowing() and self._split.lf_only and self._hot_block(block) and (
+                self._key is None or self._key not in block
+            ):
+                self._out.append(block)  # every event of this read passes as it came: no per-event work
+            else:
+                self._run(self._split.events(block))
         if not self._ended and self._split.pending > self._limit:
             self._split.tail()
             self._end_with(Failure(Code.LIMIT_EXCEEDED, f"one SSE event is over max_event_bytes ({self._limit})"))
@@ -158,6 +163,11 @@ class EventRepair:
         self._closed = True
 
     # -- for the formats ------------------------------------------------------------------------------------------
+
+    def _hot_block(self, block: bytes) -> bool:
+        """Whether every event of ``block`` (whole events, LF line ends) is one that passes unread when nothing is
+        held: a format's proof over the whole read, checked before any per-event work (decision 0036)."""
+        return False
 
     def _run(self, events: list[bytes]) -> None:
         """Every whole event of one read; a format overrides it with its hot path inlined (decision 0036)."""

@@ -23,6 +23,7 @@ identity or the end are decoded.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -42,6 +43,8 @@ _DELTA_NAMED = b"event: content_block_delta\n"
 _DELTA_TYPE = b'"content_block_delta"'
 _DELTA_DATA = b'data: {"type":"content_block_delta"'
 _BOM = b"\xef\xbb\xbf"
+_DELTAS = re.compile(rb'(?:event: content_block_delta\ndata: \{"type":"content_block_delta"[^\n]*\n\n)+')
+"""A read of deltas only, each as the Messages API writes it: the whole read passes as it came."""
 _FINISHES = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls", "max_tokens": "max-tokens"}
 _ERROR_TYPES: dict[str, str] = {
     Code.RATE_LIMIT: "rate_limit_error",
@@ -83,6 +86,9 @@ class MessagesRepair(EventRepair):
         self._blocks: dict[int, Held | None] = {}  # started blocks by index; a held tool_use keeps its Held
         self._started = False
         self._stop_reason: str | None = None
+
+    def _hot_block(self, block: bytes) -> bool:
+        return _DELTAS.fullmatch(block) is not None
 
     def _run(self, events: list[bytes]) -> None:
         out = self._out

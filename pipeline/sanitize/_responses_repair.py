@@ -27,6 +27,7 @@ searches; only item, lifecycle and terminal events are decoded.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -49,6 +50,9 @@ _PARSED = _LIFECYCLE | {
     "error",
 }
 _ITEM_ID = b'"item_id"'
+_DELTAS = re.compile(rb'(?:event: (response\.[a-z_.]+\.delta)\ndata: \{"type":"\1"[^\n]*\n\n)+')
+"""A read of delta events only, each typed as it is named: it passes whole when every ``item_id`` is the latest
+item's."""
 _INCOMPLETE = {"max_output_tokens": "max-tokens", "content_filter": "content_filter"}
 
 
@@ -102,6 +106,11 @@ class ResponsesRepair(EventRepair):
         self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
         self._response_id: object = None
+
+    def _hot_block(self, block: bytes) -> bool:
+        if _DELTAS.fullmatch(block) is None:
+            return False
+        return block.count(_ITEM_ID) == block.count(_ITEM_ID + b":" + self._latest)
 
     def _run(self, events: list[bytes]) -> None:
         out = self._out

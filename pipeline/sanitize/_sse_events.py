@@ -30,15 +30,25 @@ class SseSplitter:
         self._cr = False  # a CR was seen: the general boundary search from now on
         self.pending = 0
 
+    @property
+    def lf_only(self) -> bool:
+        """No CR has been seen: every line ends in LF alone."""
+        return not self._cr
+
     def feed(self, data: bytes) -> list[bytes]:
+        """The whole events completed by ``data``, each as its own bytes."""
+        return self.events(self.feed_block(data))
+
+    def feed_block(self, data: bytes) -> bytes:
+        """The whole events completed by ``data``, as one block of bytes (``b""`` when none); the rest is kept."""
         if not data:
-            return []
+            return b""
         if b"\r" in data:
             self._cr = True
         elif b"\n" not in data:  # no boundary can end in this piece
             self._pieces.append(data)
             self.pending += len(data)
-            return []
+            return b""
         if self._pieces:
             self._pieces.append(data)
             buf = b"".join(self._pieces)
@@ -46,23 +56,39 @@ class SseSplitter:
         else:
             buf = bytes(data)
         if not self._cr:
-            parts = buf.split(b"\n\n")
-            rest = parts.pop()
-            events = [part + b"\n\n" for part in parts]
+            end = buf.rfind(b"\n\n") + 2
         else:
-            events = []
-            start = 0
+            end = 0
             ends_cr = buf.endswith(b"\r")
             for match in _BOUNDARY.finditer(buf):
-                end = match.end()
-                if ends_cr and end == len(buf):
+                if ends_cr and match.end() == len(buf):
                     break  # a CR last: wait for the next byte, which may make it a CRLF of this boundary
-                events.append(buf[start:end])
-                start = end
-            rest = buf[start:]
-        if rest:
-            self._pieces.append(rest)
-        self.pending = len(rest)
+                end = match.end()
+        if end <= 1:
+            end = 0
+        if end < len(buf):
+            self._pieces.append(buf[end:])
+        self.pending = len(buf) - end
+        return buf[:end]
+
+    def events(self, block: bytes) -> list[bytes]:
+        """A block of whole events (``feed_block``'s) cut into its events."""
+        if not block:
+            return []
+        if not self._cr:
+            parts = block.split(b"\n\n")
+            last = parts.pop()  # b"", or the LF of a third line end after the last boundary
+            events = [part + b"\n\n" for part in parts]
+            if last:
+                events[-1] += last
+            return events
+        events = []
+        start = 0
+        for match in _BOUNDARY.finditer(block):
+            events.append(block[start : match.end()])
+            start = match.end()
+        if start < len(block):
+            events[-1] += block[start:]
         return events
 
     def tail(self) -> bytes:
