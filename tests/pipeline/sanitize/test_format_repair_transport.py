@@ -207,3 +207,19 @@ def test_openai_responses_through_the_proxy_reads_rotated_ids_and_raises_the_fau
         final("never-identified")
     with pytest.raises(openai.APIError):
         final("drop-mid-stream")
+
+
+def test_through_the_proxy_a_never_identified_call_then_a_good_stream_takes_exactly_two_requests(
+    emu: Emulator, proxy_url: str
+) -> None:
+    claude = anthropic.Anthropic(base_url=proxy_url.removesuffix("/v1"), api_key="k")  # the SDK's default retries
+    headers = {"x-emulator-profile": "never-identified", "x-emulator-fail-first": "1", "x-emulator-then": "clean-tool",
+               "x-emulator-key": "proxy-messages-never"}
+    with claude.messages.stream(model="m", max_tokens=9, messages=MESSAGES, extra_headers=headers) as stream:
+        assert stream.get_final_message().content[0].id.startswith("toolu_")
+    assert emu.state.attempts["proxy-messages-never"] == 2
+    gpt = openai.OpenAI(base_url=proxy_url, api_key="k")
+    headers = {**headers, "x-emulator-key": "proxy-responses-never"}
+    with gpt.responses.stream(model="m", input="hi", extra_headers=headers) as stream:
+        assert stream.get_final_response().output[-1].call_id.startswith("call_emu0_")
+    assert emu.state.attempts["proxy-responses-never"] == 2
