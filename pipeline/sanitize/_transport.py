@@ -202,7 +202,7 @@ class SanitizingTransport(Transports):
             return await inner.handle_async_request(request)
         while True:
             try:
-                upstream = await inner.handle_async_request(request)
+                upstream = await _head(inner, request, hx)
             except TRANSPORT_ERRORS as exc:
                 delay = attempt.delay_s(_connect_failure(request, exc))
                 if delay is None:
@@ -238,6 +238,18 @@ class SanitizingTransport(Transports):
     def _body_failure(self, request: Any, upstream: Any, raw: bytes | int) -> Failure:
         return body_failure(upstream, raw, limits=self.limits or DEFAULT_LIMITS, origin=str(request.url.host),
                             api_key=_bearer(request))
+
+
+async def _head(inner: Any, request: Any, hx: Any) -> Any:
+    """The upstream's response head within the request's own timeout in total: a head dripped a byte at a time
+    resets the per-read timeout and would otherwise never time out (the client's ``ReadTimeout`` then)."""
+    budget = _budget_s(request)
+    if budget is None:
+        return await inner.handle_async_request(request)
+    try:
+        return await asyncio.wait_for(inner.handle_async_request(request), budget)
+    except TimeoutError:
+        raise hx.ReadTimeout(f"no response head within the request's timeout ({budget:g} s)", request=request) from None
 
 
 def _connect_failure(request: Any, exc: Exception) -> Failure:
