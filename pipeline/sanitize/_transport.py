@@ -138,6 +138,15 @@ class SanitizingTransport(Transports):
         answer = error_response(failure, found.error_body, self._classification())
         return hx.Response(answer.status, headers=answer.headers, stream=Bytes(answer.body))
 
+    def _settle(
+        self, hx: Any, request: Any, found: StreamFormat, attempt: _Attempt, result: Any
+    ) -> tuple[Any, float | None]:
+        """An attempt's outcome: the client's response (and ``None``), or the delay before the next attempt."""
+        if not isinstance(result, Failure):
+            return result, None
+        delay = attempt.delay_s(result)
+        return (self._answer(hx, request, found, result) if delay is None else None), delay
+
     def _classification(self) -> RetryPolicy | None:
         """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
         (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
@@ -176,11 +185,9 @@ class SanitizingTransport(Transports):
                 continue
             result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
                                     Deadline.of(request))
-            if not isinstance(result, Failure):
-                return result
-            delay = attempt.delay_s(result)
+            response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
-                return self._answer(hx, request, found, result)
+                return response
             time.sleep(delay)
 
     def close(self) -> None:
@@ -221,11 +228,9 @@ class SanitizingTransport(Transports):
                 continue
             result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
                                            Deadline.of(request))
-            if not isinstance(result, Failure):
-                return result
-            delay = attempt.delay_s(result)
+            response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
-                return self._answer(hx, request, found, result)
+                return response
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
