@@ -4,6 +4,7 @@ the same whatever the split; events after ``[DONE]`` are not read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from gateway import sse_event
 from hypothesis import given
@@ -13,7 +14,7 @@ from test_faithful_chat import _NEVER, _SEED, KEEP
 from pipeline.sanitize import ChatRepair
 
 
-def _body(events: list[object]) -> bytes:
+def _body(events: Sequence[object]) -> bytes:
     return b"".join(sse_event(e) for e in events)
 
 
