@@ -31,6 +31,7 @@ import msgspec
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
 from operators.extend import classify_inband_error
 
+from ._chat_calls import Choice
 from ._encode import error_event
 
 __all__ = ["ChatRepair"]
@@ -40,28 +41,6 @@ _BOM = b"\xef\xbb\xbf"
 _KINDS: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "function_call": "tool-calls",
                           "length": "max-tokens"}
 _TEXT_KEYS = ("content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "audio", "function_call")
-
-
-@attrs.define
-class _Call:
-    id: str | None = None
-    name: str | None = None
-    index: int | None = None
-    """The client's (dense) index once identified."""
-    held: list[str] = attrs.field(factory=list)
-
-
-@attrs.define
-class _Choice:
-    current: dict[int, _Call] = attrs.field(factory=dict)
-    """The call at each wire index."""
-    calls: list[_Call] = attrs.field(factory=list)
-    identified: int = 0
-    finish_reason: str | None = None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 class ChatRepair:
@@ -79,7 +58,7 @@ class ChatRepair:
         self._cr = False
         self._held: list[bytes] = []
         self._released = False
-        self._choices: dict[int, _Choice] = {}
+        self._choices: dict[int, Choice] = {}
         self._ids: set[str] = set()
         self._said = False
         self._refused = False
@@ -101,6 +80,9 @@ class ChatRepair:
     # -- bytes in ---------------------------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> bytes:
+        if (self._released and self._finish is None and not self._buf and not self._strict and data.endswith(b"\n\n")
+                and b"\r" not in data and self._plain(data, data.count(b"\n\n"))):
+            return data  # the common read: whole events no rule reads, nothing buffered
         if self._finish is not None or not data:
             return b""
         if not self._started:
@@ -250,13 +232,16 @@ class ChatRepair:
     def _choice(self, choice: dict[str, Any]) -> tuple[bool, bool]:
         """Repairs one choice of one event in place: (whether it changed, whether it carries anything)."""
         position = choice.get("index", 0)
-        state = self._choices.setdefault(position if isinstance(position, int) else 0, _Choice())
+        state = self._choices.setdefault(position if isinstance(position, int) else 0, Choice())
         changed = carries = False
         delta = choice.get("delta")
         if isinstance(delta, dict):
             calls = delta.get("tool_calls")
             if calls is not None:
-                repaired = self._calls(state, calls if isinstance(calls, list) else [])
+                repaired = state.repair(calls if isinstance(calls, list) else [], self._ids, self._limits)
+                if state.failure is not None:
+                    self._failure = state.failure
+                    return changed, carries
                 if repaired != calls:
                     changed = True
                     if repaired:
@@ -277,7 +262,7 @@ class ChatRepair:
         if reason is not None:
             state.finish_reason = str(reason)
             carries = True
-            if any(call.index is None for call in state.calls):
+            if state.unidentified():
                 self._failure = Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name "
                                         "by its choice's finish)")
             elif self._strict:
@@ -291,52 +276,8 @@ class ChatRepair:
             return Failure(Code.EMPTY_RESPONSE, "the response has no text and no tool call")
         return None
 
-    def _calls(self, state: _Choice, entries: list[Any]) -> list[Any]:
-        out: list[Any] = []
-        for entry in entries:
-            if not isinstance(entry, dict):
-                continue
-            wire = entry.get("index", 0)
-            function = entry.get("function")
-            function = function if isinstance(function, dict) else {}
-            call_id, name = _text(entry.get("id")), _text(function.get("name"))
-            fragment = function.get("arguments")
-            fragment = fragment if isinstance(fragment, str) else ""
-            call = state.current.get(wire)
-            if call is None or (call_id is not None and call.id is not None and call_id != call.id):
-                call = state.current[wire] = _Call()
-                state.calls.append(call)
-                if len(state.calls) > self._limits.max_tool_calls:
-                    self._failure = Failure(Code.LIMIT_EXCEEDED, f"more than {self._limits.max_tool_calls} tool calls")
-                    return out
-            if call.index is not None:
-                if fragment or set(entry) - {"index", "id", "type", "function"}:
-                    out.append(_continuation(entry, function, call.index, fragment))
-                continue
-            if call_id is not None and call.id is None:
-                if call_id in self._ids:
-                    self._failure = Failure(Code.MALFORMED_TOOL_CALL, f"two tool calls claim the id {call_id!r}")
-                    return out
-                self._ids.add(call_id)
-                call.id = call_id
-            call.name = call.name or name
-            if call.id is None or call.name is None:
-                call.held.append(fragment)
-                continue
-            call.index = state.identified
-            state.identified += 1
-            held, call.held = call.held, []
-            first = dict(entry)
-            first.update(index=call.index, id=call.id, function={**function, "name": call.name,
-                                                                 "arguments": "".join(held) + fragment})
-            if "type" in entry or held:  # a type the upstream never sent is not added to its own event
-                first["type"] = "function"
-            out.append(first)
-        return out
-
     def _done(self, event: bytes) -> bytes:
-        unidentified = any(call.index is None for c in self._choices.values() for call in c.calls)
-        if unidentified:
+        if any(c.unidentified() for c in self._choices.values()):
             return self._fail(Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name)"))
         if self._strict and (failure := self._strict_failure()) is not None:
             return self._fail(failure)
@@ -344,12 +285,3 @@ class ChatRepair:
         reason = first.finish_reason if first is not None else None
         self._finish = Finish(FinishReason(_KINDS.get(reason or "stop", "stop")))
         return self._release(event if event.startswith(b"data:") else _DONE, True)
-
-
-def _continuation(entry: dict[str, Any], function: dict[str, Any], index: int, fragment: str) -> dict[str, Any]:
-    """A continuation without the identity the SDK would concatenate (``id``, ``name``) or assert on (``type``)."""
-    out = {k: v for k, v in entry.items() if k not in ("id", "type", "function")}
-    out["index"] = index
-    rest = {k: v for k, v in function.items() if k not in ("name", "arguments")}
-    out["function"] = {**rest, "arguments": fragment}
-    return out

@@ -138,6 +138,15 @@ class SanitizingTransport(Transports):
         answer = error_response(failure, found.error_body, self._classification())
         return hx.Response(answer.status, headers=answer.headers, stream=Bytes(answer.body))
 
+    def _settle(
+        self, hx: Any, request: Any, found: StreamFormat, attempt: _Attempt, result: Any
+    ) -> tuple[Any, float | None]:
+        """An attempt's outcome: the client's response (and ``None``), or the delay before the next attempt."""
+        if not isinstance(result, Failure):
+            return result, None
+        delay = attempt.delay_s(result)
+        return (self._answer(hx, request, found, result) if delay is None else None), delay
+
     def _classification(self) -> RetryPolicy | None:
         """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
         (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
@@ -169,18 +178,17 @@ class SanitizingTransport(Transports):
                     return upstream  # as the upstream sent it
                 raw = read_bounded_sync(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
                 upstream.close()
-                delay = attempt.delay_s(self._body_failure(request, upstream, raw))
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
                 if delay is None:
-                    return _as_sent(hx, upstream, raw)
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 time.sleep(delay)
                 continue
             result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
                                     Deadline.of(request))
-            if not isinstance(result, Failure):
-                return result
-            delay = attempt.delay_s(result)
+            response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
-                return self._answer(hx, request, found, result)
+                return response
             time.sleep(delay)
 
     def close(self) -> None:
@@ -202,7 +210,7 @@ class SanitizingTransport(Transports):
             return await inner.handle_async_request(request)
         while True:
             try:
-                upstream = await inner.handle_async_request(request)
+                upstream = await _head(inner, request, hx)
             except TRANSPORT_ERRORS as exc:
                 delay = attempt.delay_s(_connect_failure(request, exc))
                 if delay is None:
@@ -214,18 +222,17 @@ class SanitizingTransport(Transports):
                     return upstream
                 raw = await read_bounded(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
                 await upstream.aclose()
-                delay = attempt.delay_s(self._body_failure(request, upstream, raw))
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
                 if delay is None:
-                    return _as_sent(hx, upstream, raw)
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 await asyncio.sleep(delay)
                 continue
             result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
                                            Deadline.of(request))
-            if not isinstance(result, Failure):
-                return result
-            delay = attempt.delay_s(result)
+            response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
-                return self._answer(hx, request, found, result)
+                return response
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
@@ -240,14 +247,25 @@ class SanitizingTransport(Transports):
                             api_key=_bearer(request))
 
 
+async def _head(inner: Any, request: Any, hx: Any) -> Any:
+    """The upstream's response head within the request's own timeout in total: a head dripped a byte at a time
+    resets the per-read timeout and would otherwise never time out (the client's ``ReadTimeout`` then)."""
+    budget = _budget_s(request)
+    if budget is None:
+        return await inner.handle_async_request(request)
+    try:
+        return await asyncio.wait_for(inner.handle_async_request(request), budget)
+    except TimeoutError:
+        raise hx.ReadTimeout(f"no response head within the request's timeout ({budget:g} s)", request=request) from None
+
+
 def _connect_failure(request: Any, exc: Exception) -> Failure:
     """A request that got no response: ``TIMEOUT`` for a timeout, ``TRANSPORT`` otherwise (both retryable)."""
     code = Code.TIMEOUT if isinstance(exc, TIMEOUTS) else Code.TRANSPORT
     return Failure(code, f"request to {request.url.host} failed: {type(exc).__name__}: {exc}")
 
 
-def _as_sent(hx: Any, upstream: Any, raw: bytes | int) -> Any:
-    """A response read to classify it (internal retries on), given back as it came; a body past the bound is cut to
-    the bound (its length is all that was kept)."""
-    body = raw if isinstance(raw, bytes) else b""
+def _as_sent(hx: Any, upstream: Any, body: bytes) -> Any:
+    """A response read to classify it (internal retries on), given back as it came (a body past the bound replaced
+    by an error in the API's shape naming the bound)."""
     return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=Bytes(body))

@@ -4,6 +4,8 @@ timeout applies to content, not to keep-alive bytes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
 import time
@@ -97,3 +99,25 @@ async def test_keep_alive_bytes_alone_do_not_hold_the_sdk_past_its_timeout() -> 
                 await client.chat.completions.create(stream=True, model="m", messages=[{"role": "user",
                                                                                           "content": "hi"}])
         assert time.monotonic() - started < 15
+
+
+async def test_a_response_head_dripped_a_byte_a_second_does_not_hold_the_async_sdk_past_its_timeout() -> None:
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception):
+            await reader.readuntil(b"\r\n\r\n")
+            for byte in b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-padding: " + b"x" * 100:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(0.5)
+        writer.close()
+
+    server = await asyncio.start_server(drip, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-test", timeout=2, max_retries=0,
+                                http_client=httpx2.AsyncClient(transport=SanitizingTransport()))
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        async with client:
+            await client.chat.completions.create(stream=True, model="m", messages=[{"role": "user", "content": "hi"}])
+    assert time.monotonic() - started < 6
+    server.close()
