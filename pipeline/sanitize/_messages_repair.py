@@ -90,29 +90,17 @@ class MessagesRepair(EventRepair):
     def _hot_block(self, block: bytes) -> bool:
         return _DELTAS.fullmatch(block) is not None
 
-    def _run(self, events: list[bytes]) -> None:
-        out = self._out
-        key = self._key
-        flowing = self._flowing()
-        for raw in events:
-            if flowing and (key is None or key not in raw):  # the hot path: a delta, nothing held
-                if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
-                    out.append(raw)
-                    continue
-                if raw.startswith(_DELTA_DATA):
-                    out.append(_DELTA_NAMED + raw)  # a data-only stream: named, as the SDK needs
-                    continue
-            if self._closed:
-                break
-            self._one(raw)
-            flowing = self._flowing()
+    def _passes(self, raw: bytes) -> bytes | None:
+        if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
+            return raw  # text, thinking, arguments, signature, citations: as they came
+        if raw.startswith(_DELTA_DATA):
+            return _DELTA_NAMED + raw  # a data-only stream: named, as the SDK needs
+        return None
 
     def _event(self, raw: bytes) -> None:
-        if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
-            self._emit(raw)  # text, thinking, arguments, signature, citations: as they came
-            return
-        if raw.startswith(_DELTA_DATA):
-            self._emit(_DELTA_NAMED + raw)
+        delta = self._passes(raw)
+        if delta is not None:
+            self._emit(delta)
             return
         name, data = event_parts(raw)
         if data is None:

@@ -112,21 +112,12 @@ class ResponsesRepair(EventRepair):
             return False
         return block.count(_ITEM_ID) == block.count(_ITEM_ID + b":" + self._latest)
 
-    def _run(self, events: list[bytes]) -> None:
-        out = self._out
-        key = self._key
-        flowing = self._flowing()
-        for raw in events:
-            if flowing and raw.startswith(b"event: response."):  # the hot path: a delta of the latest item
-                end = raw.find(b"\n", 16)
-                if (raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw)
-                        and (key is None or key not in raw)):
-                    out.append(raw)
-                    continue
-            if self._closed:
-                break
-            self._one(raw)
-            flowing = self._flowing()
+    def _passes(self, raw: bytes) -> bytes | None:
+        if raw.startswith(b"event: response."):  # a delta naming the latest item, or no item
+            end = raw.find(b"\n", 16)
+            if raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw):
+                return raw
+        return None
 
     def _event(self, raw: bytes) -> None:
         name = b""

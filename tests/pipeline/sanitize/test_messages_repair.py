@@ -7,9 +7,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from repair_helpers import SPLITS, blocks, body_of, cut_at, named_events, repaired, without
+from repair_helpers import SPLITS, blocks, body_of, named_events, repaired, without
 
 from operators import Code, Failure
 from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
@@ -181,17 +179,3 @@ def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
     assert repair.failure is not None
     assert repair.failure.code == Code.LIMIT_EXCEEDED
     assert named_events(out)[-1][0] == "error"
-
-
-FAULTS = ["seed-bug", "late-block-id", "never-identified", "trailing-done", "drop-mid-stream", "thinking-tool"]
-
-
-@settings(max_examples=60, deadline=None)
-@given(profile=st.sampled_from(FAULTS), cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
-       crlf=st.booleans())
-def test_any_split_gives_the_same_bytes(profile: str, cuts: list[int], crlf: bool) -> None:
-    raw = body(profile)
-    if crlf:
-        raw = raw.replace(b"\n", b"\r\n")
-    whole, split = cut_at(MessagesRepair, raw, cuts)
-    assert split == whole

@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from repair_helpers import SPLITS, body_of, cut_at, named_events, repaired
+from repair_helpers import SPLITS, body_of, named_events, repaired
 
 from operators import Code, Failure
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
@@ -147,17 +145,3 @@ def test_a_lifecycle_event_with_another_response_id_gets_the_first() -> None:
     changed = raw[:completed_at] + raw[completed_at:].replace(b'"id":"resp_emu', b'"id":"resp_other', 1)
     out, _ = repaired(ResponsesRepair, changed, 64)
     assert out == raw
-
-
-FAULTS = ["seed-bug", "late-id", "rotated-ids", "never-identified", "drop-mid-stream", "reasoning-tool"]
-
-
-@settings(max_examples=60, deadline=None)
-@given(profile=st.sampled_from(FAULTS), cuts=st.lists(st.integers(min_value=0, max_value=6000), max_size=12),
-       crlf=st.booleans())
-def test_any_split_gives_the_same_bytes(profile: str, cuts: list[int], crlf: bool) -> None:
-    raw = body(profile)
-    if crlf:
-        raw = raw.replace(b"\n", b"\r\n")
-    whole, split = cut_at(ResponsesRepair, raw, cuts)
-    assert split == whole
