@@ -32,7 +32,7 @@ def repaired(make: Callable[[], EventRepair], body: bytes, size: int) -> tuple[b
 
 def cut_at(make: Callable[[], EventRepair], body: bytes, cuts: list[int]) -> tuple[bytes, bytes]:
     """What the repairer gives for ``body`` fed whole, and fed in reads cut at ``cuts`` (taken modulo its length)."""
-    whole, _ = repaired(make, body, len(body))
+    whole, _ = repaired(make, body, len(body) or 1)
     points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
     repair = make()
     split = b"".join(repair.feed(body[a:b]) for a, b in itertools.pairwise(points)) + repair.close()
