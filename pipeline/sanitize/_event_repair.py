@@ -111,6 +111,8 @@ class EventRepair:
         if self._ended:
             for raw in self._split.feed(data):
                 self._after_end(raw)
+            if self._split.pending > self._limit:
+                self._split.tail()  # not read after the end: not kept either
             return self._take()
         block = self._split.feed_block(data)
         if block:

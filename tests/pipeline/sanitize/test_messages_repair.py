@@ -171,6 +171,19 @@ def test_the_request_api_key_is_redacted_from_what_passes() -> None:
     assert b"[redacted]" in out
 
 
+def test_bytes_after_message_stop_are_neither_passed_on_nor_kept() -> None:
+    from operators import Limits
+
+    repair = MessagesRepair(limits=Limits(max_event_bytes=1024))
+    out = repair.feed(body("clean"))
+    assert out == body("clean")
+    assert repair.feed(b"data: " + b"x" * 5000) == b""
+    assert repair.feed(b"y" * 5000) == b""
+    assert repair._split.pending <= 1024  # an endless line after the end is not buffered
+    assert repair.close() == b""
+    assert repair.failure is None
+
+
 def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
     from operators import Limits
 
