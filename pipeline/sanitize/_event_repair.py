@@ -81,6 +81,8 @@ class EventRepair:
         self._key = api_key.encode() if api_key and len(api_key) >= _MIN_KEY else None
         self._split = SseSplitter()
         self._limit = (limits or DEFAULT_LIMITS).max_event_bytes
+        self._held_limit = (limits or DEFAULT_LIMITS).max_text_bytes
+        self._held_bytes = 0  # bytes in the queue
         self._out: list[bytes] = []
         self._queue: list[bytes | Held] = []  # the held preamble, and every event behind a held call
         self._preamble = True
@@ -226,8 +228,12 @@ class EventRepair:
             self._preamble = False
         if self._preamble or self._queue:
             self._queue.append(raw)
+            self._held_bytes += len(raw)
             if not self._preamble:
                 self._flush()
+            if self._held_bytes > self._held_limit:
+                message = f"over max_text_bytes ({self._held_limit}) held for the first answer or a call's identity"
+                self._end_with(Failure(Code.LIMIT_EXCEEDED, message))
         else:
             self._out.append(raw)
 
@@ -248,6 +254,7 @@ class EventRepair:
         for item in queue:
             if type(item) is bytes:
                 self._out.append(item)
+                self._held_bytes -= len(item)
             elif item.raw is not None:  # type: ignore[union-attr]
                 self._out.append(item.raw)  # type: ignore[union-attr]
             else:

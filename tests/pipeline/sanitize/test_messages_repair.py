@@ -184,6 +184,20 @@ def test_bytes_after_message_stop_are_neither_passed_on_nor_kept() -> None:
     assert repair.failure is None
 
 
+def test_what_waits_behind_an_unidentified_call_is_bounded_by_max_text_bytes() -> None:
+    from operators import Limits
+
+    raw = body("late-block-id")
+    held_part = raw[: raw.index(b"event: content_block_start", raw.index(b"event: content_block_start") + 1)]
+    repair = MessagesRepair(limits=Limits(max_text_bytes=4096))
+    delta = (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+             b'"delta":{"type":"input_json_delta","partial_json":"aaaaaaaaaaaaaaaaaaaa"}}\n\n')
+    out = repair.feed(held_part) + repair.feed(delta * 40)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.LIMIT_EXCEEDED
+    assert named_events(out)[-1][0] == "error"
+
+
 def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
     from operators import Limits
 
