@@ -182,7 +182,7 @@ class ResponsesRepair(EventRepair):
         index = body.get("output_index")
         item = self._items.get(index) if type(index) is int else None
         item_id = body.get("item_id")
-        if item is None or item.id is None or item_id == item.id:
+        if item is None or item.id is None or item_id == item.id or "item_id" not in body:
             return raw
         if named(item_id):
             self._by_id.setdefault(item_id, index)  # type: ignore[arg-type]
