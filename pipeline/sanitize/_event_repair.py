@@ -3,8 +3,9 @@ upstream body cut into whole events (``SseSplitter``), each passed on as its ori
 changes it, in order, through one queue.
 
 - **The preamble is held** (``message_start`` and ``ping``; ``response.created`` / ``.in_progress``) until the first
-  event that carries the answer, so a failure found before it (a call never identified, a cut, an in-band error)
-  comes before any byte and the transport can answer it as an HTTP error the SDK retries.
+  event that carries the answer (with ``strict``, until the answer says something: text or a call), so a failure
+  found before it (a call never identified, a cut, an in-band error) comes before any byte and the transport can
+  answer it as an HTTP error the SDK retries.
 - **A call not yet identified is held** (``Held``): its start event is kept as a value, and every later event waits
   behind it until its identity is known; the start is then written with it and the queue flows again. Never
   identified: the queue up to it is passed on, then the format's in-band error, and nothing after.
@@ -77,7 +78,7 @@ class EventRepair:
     """The sans-I/O frame of a format's repairer: ``feed`` / ``close`` / ``fail`` return the bytes to forward now.
     A subclass gives ``_event(raw)``, ``_error_event(failure)`` and ``_on_cut()``."""
 
-    def __init__(self, limits: Limits | None = None, api_key: str | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
         self._key = api_key.encode() if api_key and len(api_key) >= _MIN_KEY else None
         self._split = SseSplitter()
         self._limit = (limits or DEFAULT_LIMITS).max_event_bytes
@@ -92,6 +93,9 @@ class EventRepair:
         self._ended = False
         self._closed = False  # ended by a failure, or disposed of: nothing more is passed on
         self._unterminated = False  # the last event passed on had no blank line (read at the end of the body)
+        self._strict = strict
+        self._said = not strict  # strict: the opening stays held until the answer says something (text or a call)
+        self._refused = False
         self.forwarded = False
         """Whether any byte has been handed to the client (set by the transport)."""
 
@@ -224,7 +228,7 @@ class EventRepair:
     def _emit(self, raw: bytes, content: bool = True) -> None:
         """Passes ``raw`` on in order (after the queue); ``content=False`` keeps the preamble held, and so does a
         held call (its resolution ends the preamble)."""
-        if content and not self._holding:
+        if content and not self._holding and self._said:
             self._preamble = False
         if self._preamble or self._queue:
             self._queue.append(raw)
@@ -244,6 +248,7 @@ class EventRepair:
     def _resolve(self, held: Held, raw: bytes) -> None:
         held.raw = raw
         self._holding -= 1
+        self._said = True
         self._preamble = False
         self._flush()
 
@@ -261,6 +266,17 @@ class EventRepair:
                 break
             taken += 1
         del queue[:taken]
+
+    def _strict_failure(self) -> Failure | None:
+        """With ``strict``, the library's outcome policy at the end: a refusal is ``REFUSAL``, an answer with no text
+        and no call ``EMPTY_RESPONSE`` (both retried by the default ``RetryPolicy``)."""
+        if not self._strict:
+            return None
+        if self._refused:
+            return Failure(Code.REFUSAL, "the model refused")
+        if not self._said:
+            return Failure(Code.EMPTY_RESPONSE, "the response has no text and no tool call")
+        return None
 
     def _end(self, finish: Finish) -> None:
         self._finish = finish

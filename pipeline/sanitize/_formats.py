@@ -24,11 +24,11 @@ def _chat(*, limits: Limits | None, api_key: str | None, strict: bool) -> Stream
 
 
 def _messages(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
-    return MessagesRepair(limits=limits, api_key=api_key)  # the SDK represents every stop reason: no strict policy
+    return MessagesRepair(limits=limits, api_key=api_key, strict=strict)
 
 
 def _responses(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
-    return ResponsesRepair(limits=limits, api_key=api_key)
+    return ResponsesRepair(limits=limits, api_key=api_key, strict=strict)
 
 
 @attrs.frozen

@@ -70,6 +70,18 @@ def messages_error_body(failure: Failure) -> bytes:
     return json.dumps(_error(failure), ensure_ascii=False).encode()
 
 
+def _says(delta: bytes) -> bool:
+    """Whether a delta event says something: text or thinking that is not empty, or a call's arguments."""
+    try:
+        body = decode(event_parts(delta)[1] or b"")
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    inner = body.get("delta") if type(body) is dict else None
+    if type(inner) is not dict:
+        return False
+    return any(named(inner.get(field)) for field in ("text", "thinking", "partial_json"))
+
+
 def _named_event(name: bytes, raw: bytes) -> bytes:
     """``raw`` with an ``event: name`` line before its first field line (after a BOM and blank lines)."""
     start = 3 if raw.startswith(_BOM) else 0
@@ -81,8 +93,8 @@ class MessagesRepair(EventRepair):
     """One Messages API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
 
-    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None) -> None:
-        super().__init__(limits, api_key)
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
+        super().__init__(limits, api_key, strict)
         self._blocks: dict[int, Held | None] = {}  # started blocks by index; a held tool_use keeps its Held
         self._started = False
         self._stop_reason: str | None = None
@@ -100,6 +112,8 @@ class MessagesRepair(EventRepair):
     def _event(self, raw: bytes) -> None:
         delta = self._passes(raw)
         if delta is not None:
+            if not self._said:
+                self._said = _says(delta)
             self._emit(delta)
             return
         name, data = event_parts(raw)
@@ -161,6 +175,8 @@ class MessagesRepair(EventRepair):
             self._hold(held)
             return
         self._blocks[index] = None
+        if block.get("type") == "tool_use" or (block.get("type") == "text" and named(block.get("text"))):
+            self._said = True
         self._emit(raw)
 
     def _fill_in(self, held: Held, block: dict[str, Any]) -> None:
@@ -175,6 +191,11 @@ class MessagesRepair(EventRepair):
         if self._holding:
             self._end_with(self._never_identified())
             return
+        self._refused = self._stop_reason == "refusal"
+        failure = self._strict_failure()
+        if failure is not None:
+            self._end_with(failure)
+            return
         self._emit(raw)
         self._end(finish_from(_FINISHES.get(self._stop_reason or "end_turn", ""), self._stop_reason or "end_turn"))
 
@@ -187,7 +208,10 @@ class MessagesRepair(EventRepair):
         )
 
     def _on_cut(self) -> None:
-        if self._stop_reason is not None and not self._holding:
+        self._refused = self._stop_reason == "refusal"
+        if self._stop_reason is not None and not self._holding and (failure := self._strict_failure()) is not None:
+            self._end_with(failure)
+        elif self._stop_reason is not None and not self._holding:
             self._end(finish_from(_FINISHES.get(self._stop_reason, ""), self._stop_reason))
         elif self._stop_reason is not None:
             self._end_with(self._never_identified())

@@ -50,6 +50,8 @@ _PARSED = _LIFECYCLE | {
     "error",
 }
 _ITEM_ID = b'"item_id"'
+_SAYING = frozenset({"response.output_text.delta", "response.refusal.delta", "response.reasoning_summary_text.delta",
+                     "response.reasoning_text.delta"})
 _DELTAS = re.compile(rb'(?:event: (response\.[a-z_.]+\.delta)\ndata: \{"type":"\1"[^\n]*\n\n)+')
 """A read of delta events only, each typed as it is named: it passes whole when every ``item_id`` is the latest
 item's."""
@@ -100,8 +102,8 @@ class ResponsesRepair(EventRepair):
     """One Responses API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
 
-    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None) -> None:
-        super().__init__(limits, api_key)
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
+        super().__init__(limits, api_key, strict)
         self._items: dict[int, _Item] = {}
         self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
@@ -128,6 +130,8 @@ class ResponsesRepair(EventRepair):
             kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
         else:
             kind = ""
+        if not self._said and kind in _SAYING:
+            self._hear(kind, raw)
         if kind and kind not in _PARSED and (_ITEM_ID not in raw or self._latest in raw):
             self._emit(raw, content=kind not in _LIFECYCLE)
             return
@@ -162,6 +166,19 @@ class ResponsesRepair(EventRepair):
             self._end_with(classify_inband_error(error if type(error) is dict else flat), raw)
         else:
             self._emit(self._same_item(raw, name, body))
+
+    def _hear(self, kind: str, raw: bytes) -> None:
+        """With ``strict``, before the answer has said anything: whether this delta says something (a refusal is
+        not an answer)."""
+        try:
+            body = decode(event_parts(raw)[1] or b"")
+        except (msgspec.DecodeError, RecursionError):
+            return
+        if type(body) is dict and named(body.get("delta")):
+            if kind == "response.refusal.delta":
+                self._refused = True
+            else:
+                self._said = True
 
     # -- identity -------------------------------------------------------------------------------------------------
 
@@ -209,6 +226,8 @@ class ResponsesRepair(EventRepair):
             item.held = Held(index, name, body)
             self._hold(item.held)
             return
+        if item.kind == "function_call":
+            self._said = True
         self._emit(raw)
 
     def _fill_in(self, item: _Item, given: dict[str, Any]) -> None:
@@ -241,6 +260,10 @@ class ResponsesRepair(EventRepair):
         unidentified = next((i for i in self._items.values() if i.held is not None and i.held.raw is None), None)
         if unidentified is not None:
             self._end_with(self._never_identified(unidentified))
+            return
+        failure = self._strict_failure()
+        if failure is not None:
+            self._end_with(failure)
             return
         changed = self._same_response(raw, name, body) is not raw
         response = body.get("response")

@@ -211,3 +211,19 @@ def test_data_only_messages_streams_the_plain_sdk_skips_read_as_their_peers_expe
         if (text, calls) == (expected["text"], want):
             matched.append(path.name)
     assert len(matched) >= 21, matched
+
+
+def test_strict_transport_turns_an_empty_messages_answer_into_an_error_the_sdk_raises(server: BytesServer) -> None:
+    httpx2 = pytest.importorskip("httpx2")
+    from pipeline import SanitizingTransport
+
+    raw = body_of(MESSAGES_PROFILES, "clean")
+    empty = raw[: raw.index(b"event: content_block_start")] + raw[raw.index(b"event: message_delta") :]
+    plain = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0,
+                                http_client=httpx2.Client(transport=SanitizingTransport()))
+    assert final_message(plain, server, empty).content == []  # by default the SDK gets the empty answer as sent
+    strict = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0,
+                                 http_client=httpx2.Client(transport=SanitizingTransport(strict=True)))
+    with pytest.raises(anthropic.APIStatusError, match="EMPTY_RESPONSE") as raised:
+        final_message(strict, server, empty)
+    assert raised.value.response.headers["x-should-retry"] == "true"

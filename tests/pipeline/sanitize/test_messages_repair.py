@@ -206,3 +206,35 @@ def test_an_event_over_the_limit_ends_in_limit_exceeded() -> None:
     assert repair.failure is not None
     assert repair.failure.code == Code.LIMIT_EXCEEDED
     assert named_events(out)[-1][0] == "error"
+
+
+def _empty_answer() -> bytes:
+    raw = body("clean")
+    start = raw.index(b"event: content_block_start")
+    return raw[:start] + raw[raw.index(b"event: message_delta") :]
+
+
+def test_strict_makes_an_empty_answer_empty_response_before_any_content() -> None:
+    plain, repair = repaired(MessagesRepair, _empty_answer(), 17)
+    assert plain == _empty_answer()
+    assert repair.failure is None
+    out, repair = repaired(lambda: MessagesRepair(strict=True), _empty_answer(), 17)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.EMPTY_RESPONSE
+    assert [name for name, _ in named_events(out)] == ["message_start", "message_delta", "error"]
+
+
+def test_strict_makes_a_refusal_stop_reason_refusal() -> None:
+    raw = body("clean").replace(b'"stop_reason":"end_turn"', b'"stop_reason":"refusal"')
+    plain, repair = repaired(MessagesRepair, raw, 64)
+    assert plain == raw
+    assert repair.failure is None
+    assert repair.finish is not None
+    assert repair.finish.reason.code == Code.REFUSAL  # the finish says so; the SDK reads stop_reason itself
+    out, repair = repaired(lambda: MessagesRepair(strict=True), raw, 64)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.REFUSAL
+    assert named_events(out)[-1][0] == "error"
+    clean, repair = repaired(lambda: MessagesRepair(strict=True), body("clean"), 64)
+    assert clean == body("clean")
+    assert repair.failure is None

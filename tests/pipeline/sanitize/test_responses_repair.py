@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from repair_helpers import SPLITS, body_of, named_events, repaired
+from repair_helpers import SPLITS, blocks, body_of, named_events, repaired
 
 from operators import Code, Failure
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
@@ -145,3 +145,25 @@ def test_a_lifecycle_event_with_another_response_id_gets_the_first() -> None:
     changed = raw[:completed_at] + raw[completed_at:].replace(b'"id":"resp_emu', b'"id":"resp_other', 1)
     out, _ = repaired(ResponsesRepair, changed, 64)
     assert out == raw
+
+
+def test_strict_makes_a_refusal_refusal_and_an_empty_answer_empty_response() -> None:
+    raw = body("clean")
+    refusal = raw.replace(b"response.output_text.delta", b"response.refusal.delta")
+    plain, repair = repaired(ResponsesRepair, refusal, 64)
+    assert plain == refusal
+    assert repair.failure is None
+    strict = ResponsesRepair(strict=True)
+    terminal = refusal.index(b"event: response.completed")
+    assert strict.feed(refusal[:terminal]) == b""  # a refusal says nothing: all held, so the error can come first
+    out = strict.feed(refusal[terminal:]) + strict.close()
+    assert strict.failure is not None
+    assert strict.failure.code == Code.REFUSAL
+    assert named_events(out)[-1][1]["type"] == "error"
+    empty = b"".join(b for b in blocks(raw) if b"response.output_text.delta" not in b)
+    out, repair = repaired(lambda: ResponsesRepair(strict=True), empty, 64)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.EMPTY_RESPONSE
+    clean, repair = repaired(lambda: ResponsesRepair(strict=True), raw, 64)
+    assert clean == raw
+    assert repair.failure is None
