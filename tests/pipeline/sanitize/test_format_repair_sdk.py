@@ -169,11 +169,23 @@ def _read(read: Callable[[bytes], Any], body: bytes) -> Any:
 
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside the worktree")
 @pytest.mark.parametrize(("kind", "make"), [("messages", MessagesRepair), ("responses", ResponsesRepair)])
-def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_byte(
+def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_byte_and_the_transport(
     claude: Any, gpt: Any, server: BytesServer, kind: str, make: Callable[[], EventRepair]
 ) -> None:
+    from pipeline import SanitizingTransport
+
+    transport = {"api_key": "sk-test-key-12345", "max_retries": 0,
+                 "http_client": pytest.importorskip("httpx2").Client(transport=SanitizingTransport())}
+    claude_through = anthropic.Anthropic(base_url=server.base_url, **transport)
+    gpt_through = openai.OpenAI(base_url=server.base_url + "/v1", **transport)
+
     def read(body: bytes) -> Any:
         return final_message(claude, server, body) if kind == "messages" else final_response(gpt, server, body)
+
+    def read_through(body: bytes) -> Any:
+        if kind == "messages":
+            return final_message(claude_through, server, body)
+        return final_response(gpt_through, server, body)
 
     read_right = identical = 0
     for path in _streams(kind):
@@ -184,6 +196,7 @@ def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_
         read_right += 1
         out = whole(make, raw)
         assert _read(read, out) == plain, path.name
+        assert _read(read_through, raw) == plain, path.name  # the same through SanitizingTransport
         identical += out == raw
     assert read_right >= 30
     assert identical == read_right
