@@ -43,6 +43,8 @@ class SseSplitter:
         """The whole events completed by ``data``, as one block of bytes (``b""`` when none); the rest is kept."""
         if not data:
             return b""
+        if type(data) is not bytes:
+            data = bytes(data)  # a bytearray or memoryview: searched as bytes, and not kept as a view of its buffer
         if b"\r" in data:
             self._cr = True
         elif b"\n" not in data:  # no boundary can end in this piece
@@ -54,7 +56,7 @@ class SseSplitter:
             buf = b"".join(self._pieces)
             self._pieces.clear()
         else:
-            buf = bytes(data)
+            buf = data
         if not self._cr:
             end = buf.rfind(b"\n\n") + 2
         else:

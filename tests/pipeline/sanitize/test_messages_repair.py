@@ -155,6 +155,19 @@ def test_a_data_only_stream_gets_each_event_named_after_its_type(profile: str, s
     assert repair.failure is None
 
 
+def test_reads_given_as_a_reused_buffer_give_the_same_bytes() -> None:
+    raw = body("seed-bug")
+    repair = MessagesRepair()
+    buffer = bytearray(7)
+    out = []
+    for start in range(0, len(raw), 7):
+        piece = raw[start : start + 7]
+        buffer[: len(piece)] = piece
+        out.append(repair.feed(memoryview(buffer)[: len(piece)]))  # type: ignore[arg-type]
+    out.append(repair.close())
+    assert b"".join(out) == repaired(MessagesRepair, raw, 7)[0]
+
+
 def test_crlf_framing_passes_byte_for_byte() -> None:
     raw = body("clean").replace(b"\n", b"\r\n")
     for size in SPLITS:
