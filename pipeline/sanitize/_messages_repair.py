@@ -32,7 +32,8 @@ from operators import Code, Failure, Limits
 from operators.extend import classify_inband_error
 
 from .._logging import get_logger
-from ._event_repair import EventRepair, Held, decode, encode_event, finish_from, named
+from ._event_repair import EventRepair
+from ._repair_values import Held, decode, encode_event, finish_from, named
 from ._sse_events import event_parts
 
 __all__ = ["MessagesRepair", "messages_error_body"]

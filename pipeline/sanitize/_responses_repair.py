@@ -35,7 +35,8 @@ import msgspec
 from operators import Code, Failure, Finish, Limits
 from operators.extend import OWN_ERROR_TYPE, classify_inband_error
 
-from ._event_repair import EventRepair, Held, decode, encode_event, finish_from, named
+from ._event_repair import EventRepair
+from ._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
 from ._sse_events import event_parts
 
 __all__ = ["ResponsesRepair", "responses_error_body"]
@@ -68,43 +69,13 @@ def responses_error_body(failure: Failure) -> bytes:
     return json.dumps({"error": _error(failure)}, ensure_ascii=False).encode()
 
 
-class _Item:
-    """The identity of the item at one ``output_index``, as first given (a held call's is filled in later)."""
-
-    __slots__ = ("call_id", "held", "id", "kind", "name", "rotated")
-
-    def __init__(self, item: dict[str, Any]) -> None:
-        self.kind = item.get("type")
-        self.id = item.get("id") if named(item.get("id")) else None
-        self.call_id = item.get("call_id") if named(item.get("call_id")) else None
-        self.name = item.get("name") if named(item.get("name")) else None
-        self.held: Held | None = None
-        self.rotated = False  # another id was given for this item in the stream
-
-    def fill_in(self, item: dict[str, Any]) -> None:
-        for field in ("id", "call_id", "name"):
-            if getattr(self, field) is None and named(item.get(field)):
-                setattr(self, field, item[field])
-
-    def conform(self, item: dict[str, Any]) -> bool:
-        """Writes this identity into ``item`` where it differs; True when it changed."""
-        changed = False
-        fields = ("id", "call_id", "name") if self.kind == "function_call" else ("id",)
-        for field in fields:
-            value = getattr(self, field)
-            if value is not None and item.get(field) != value:
-                item[field] = value
-                changed = True
-        return changed
-
-
 class ResponsesRepair(EventRepair):
     """One Responses API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
     ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
 
     def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
         super().__init__(limits, api_key, strict)
-        self._items: dict[int, _Item] = {}
+        self._items: dict[int, OutputItem] = {}
         self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
         self._response_id: object = None
@@ -218,7 +189,7 @@ class ResponsesRepair(EventRepair):
             if known.held is not None and known.held.raw is None:
                 self._fill_in(known, given)
             return
-        item = self._items[index] = _Item(given)
+        item = self._items[index] = OutputItem(given)
         if item.id is not None:
             self._by_id[item.id] = index
             self._latest = b'"' + item.id.encode() + b'"'
@@ -230,7 +201,7 @@ class ResponsesRepair(EventRepair):
             self._said = True
         self._emit(raw)
 
-    def _fill_in(self, item: _Item, given: dict[str, Any]) -> None:
+    def _fill_in(self, item: OutputItem, given: dict[str, Any]) -> None:
         item.fill_in(given)
         held = item.held
         if held is not None and held.raw is None and item.call_id is not None and item.name is not None:
@@ -293,7 +264,7 @@ class ResponsesRepair(EventRepair):
         return finish_from(_INCOMPLETE.get(wire, ""), wire)
 
     @staticmethod
-    def _never_identified(item: _Item) -> Failure:
+    def _never_identified(item: OutputItem) -> Failure:
         index = item.held.index if item.held is not None else "?"
         return Failure(Code.MALFORMED_TOOL_CALL,
                        f"function_call at output_index {index} was never identified "
