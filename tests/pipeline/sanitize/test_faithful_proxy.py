@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -18,7 +21,7 @@ import pytest
 from faithful import KINDS, Kind, chunks, final
 from gateway import Gateway, http_json, sse
 from hostile_server import HostileServer
-from test_faithful_chat import _NEVER, _429, _text_stream
+from test_faithful_chat import _NEVER, _SEED, KEEP, _429, _text_stream
 
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
@@ -88,6 +91,20 @@ def test_the_sdk_through_the_proxy_reads_a_sound_stream_as_it_reads_the_upstream
         assert chunks(kind, proxy.base_url, transport=False) == chunks(kind, gateway.base_url, transport=False)
 
 
+@pytest.mark.parametrize("case", sorted(KEEP))
+def test_every_keep_case_reads_the_same_through_the_proxy(case: str) -> None:
+    with Gateway(sse(KEEP[case])) as gateway, Proxy(gateway.base_url) as proxy:
+        assert chunks("httpx2", proxy.base_url, transport=False) == chunks("httpx2", gateway.base_url, transport=False)
+        assert final("httpx2", proxy.base_url, transport=False) == final("httpx2", gateway.base_url, transport=False)
+
+
+def test_the_seeds_bug_is_repaired_through_the_proxy() -> None:
+    with Gateway(sse(_SEED)) as gateway, Proxy(gateway.base_url) as proxy:
+        message = final("httpx2", proxy.base_url, transport=False)["choices"][0]["message"]
+        calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+        assert calls == [("call_1", "get_weather", '{"city": "Paris"}')]
+
+
 async def test_keep_alive_bytes_alone_do_not_hold_the_sdk_past_its_timeout() -> None:
     # issue 21: timeout=4 on an upstream sending only ": keep-alive" raises within 15 s (SDK retries included)
     async with HostileServer("keepalive-forever", interval=0.2) as server:
@@ -121,3 +138,22 @@ async def test_a_response_head_dripped_a_byte_a_second_does_not_hold_the_async_s
             await client.chat.completions.create(stream=True, model="m", messages=[{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < 6
     server.close()
+
+
+@pytest.mark.parametrize(("flags", "requests"), [([], 1), (["--retries", "1"], 2)])
+def test_the_proxy_command_retries_only_with_retries_n(flags: list[str], requests: int) -> None:
+    with Gateway(_429, sse(_text_stream("ok"))) as gateway:
+        command = [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", gateway.base_url, "--port", "0", *flags]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            base_url = process.stdout.readline().split("base_url ", 1)[1].split(" ", 1)[0]
+            result = final("httpx2", base_url, transport=False, max_retries=0)
+        finally:
+            process.send_signal(signal.SIGINT)  # our own child, by its handle
+            process.wait(timeout=15)
+        assert gateway.count == requests
+        if requests == 1:
+            assert result[0] == "RateLimitError"
+        else:
+            assert result["choices"][0]["message"]["content"] == "ok"
