@@ -1,5 +1,6 @@
 """The CPU the Messages and Responses repairers add per event (issue 20: at most 2 us), on ``benchmarks.formats``'
-generated streams (``--events`` text deltas, a tool call in 40 fragments, the finish), fed in 4 KB reads.
+generated streams (``--events`` text deltas, a tool call in 40 fragments, the finish), fed in 4 KB reads and one
+event per read (as a slow upstream delivers them).
 
     python -m benchmarks.format_repair [--events 9000] [--rounds 9]
 
@@ -53,10 +54,11 @@ def measure(events: int, rounds: int) -> list[dict[str, object]]:
     for name, make, build in (("messages", MessagesRepair, formats.messages),
                               ("responses", ResponsesRepair, formats.responses)):
         body = build(events)
-        pieces = [body[i : i + PIECE] for i in range(0, len(body), PIECE)]
         count = body.count(b"\n\n")
-        parse = lambda pieces=pieces, name=name: pipeline.collect(pieces, format=name)  # noqa: E731
-        cases.append((name, count, _repair(make, pieces), parse))
+        for reads, pieces in (("4 KB", [body[i : i + PIECE] for i in range(0, len(body), PIECE)]),
+                              ("1 event", [part + b"\n\n" for part in body.split(b"\n\n")[:-1]])):
+            parse = lambda pieces=pieces, name=name: pipeline.collect(pieces, format=name)  # noqa: E731
+            cases.append((f"{name}, {reads} reads", count, _repair(make, pieces), parse))
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in cases}
     for _ in range(rounds):
         for name, _count, repair, parse in cases:
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
     for row in measure(args.events, args.rounds):
-        print(f"{row['format']:10} {row['events']:6} events  repair {row['repair_us_per_event']:.2f} us/event "
+        print(f"{row['format']:26} {row['events']:6} events  repair {row['repair_us_per_event']:.2f} us/event "
               f"(best round {row['repair_best_us_per_event']:.2f})  "
               f"library parse chain {row['parse_chain_us_per_event']:.2f} us/event")
 

@@ -8,5 +8,7 @@ from benchmarks import format_repair
 
 def test_the_repair_benchmark_measures_both_formats() -> None:
     rows = format_repair.measure(events=50, rounds=1)  # asserts that no stream fails
-    assert [row["format"] for row in rows] == ["messages", "responses"]
+    assert [row["format"] for row in rows] == [
+        "messages, 4 KB reads", "messages, 1 event reads", "responses, 4 KB reads", "responses, 1 event reads"
+    ]
     assert all(isinstance(row["events"], int) and row["events"] > 50 for row in rows)

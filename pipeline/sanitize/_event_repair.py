@@ -71,6 +71,15 @@ class EventRepair:
     # -- the body -------------------------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> bytes:
+        if (not (self._preamble or self._queue or self._ended) and not self._split.pending and type(data) is bytes
+                and data.endswith(b"\n\n") and (self._key is None or self._key not in data)):
+            # a read of whole events with nothing held: one event by the format's _passes, several by _hot_block
+            if data.find(b"\n\n") == len(data) - 2:
+                passed = self._passes(data)
+            else:
+                passed = data if b"\r" not in data and self._hot_block(data) else None
+            if passed is not None:
+                return passed
         if self._closed:
             return b""
         if self._ended:

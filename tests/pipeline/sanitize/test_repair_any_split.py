@@ -3,9 +3,10 @@ ends, on the emulator's fault profiles and on streams that pass whole."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repair_helpers import body_of, cut_at
+from repair_helpers import blocks, body_of, cut_at, repaired
 
 from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
@@ -78,3 +79,13 @@ def test_any_mix_of_odd_events_ends_in_bytes_and_a_finish_never_an_exception(
     repair.feed(body)
     repair.close()
     assert repair.finish is not None
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0].__name__}-{case[2]}")
+def test_one_event_per_read_gives_the_same_bytes_as_one_read(case: tuple[type, object, str]) -> None:
+    make, profiles, profile = case
+    raw = body_of(profiles, profile)  # type: ignore[arg-type]
+    whole, _ = repaired(make, raw, len(raw))
+    repair = make()
+    out = b"".join(repair.feed(event) for event in blocks(raw)) + repair.close()
+    assert out == whole
