@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .._faces import publish as _publish
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
 from ._messages_repair import MessagesRepair
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ResponsesRepair", "Sanitizer",
            "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
 
@@ -48,6 +51,7 @@ def __getattr__(name: str) -> object:
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
+    _publish(globals(), [name])
     return value
 
 
