@@ -1,5 +1,6 @@
-"""One upstream attempt, sans I/O: response bytes in, clean OpenAI SSE bytes out (``Sanitizer``), and the retry
-budget across attempts (``Attempts``). The sync and async transports and the proxy only move bytes and sleep.
+"""The retry budget across attempts (``Attempts``, used by the transport's opt-in internal retries), and
+``Sanitizer``: one attempt re-encoded from the operators' chunks as fresh OpenAI SSE (the 0022 design; the transport
+and the proxy now repair in place with ``ChatRepair`` instead, decision 0032).
 
 The bytes go through the library's own chain (``translate_batches``: ``parse_sse`` and ``protocol_rules()``), then the
 API key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
