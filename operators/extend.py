@@ -18,6 +18,7 @@ classified error finish; ``classify_http_error``, ``parse_retry_after``, ``retry
 
 from ._block_texts import BlockTexts
 from ._chunks import CHUNK_TYPES
+from ._faces import publish as _publish
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
 from ._provider_errors import (
@@ -43,7 +44,7 @@ from ._signals import (
     ToolFragment,
     UsageSeen,
 )
-from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage, subscribing_stages
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stages
 
 __all__ = [
     "CHUNK_TYPES",
@@ -75,6 +76,7 @@ __all__ = [
     "request_id_from",
     "retry_after_from",
     "stage_operator",
-    "subscribing_stage",
     "subscribing_stages",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
