@@ -1,8 +1,8 @@
 """Every code block of README.md and of docs/ runs as written, or is marked as a fragment (docs/writing-docs.md).
 
 - ```` ```python ```` blocks run, each in a fresh namespace, in a temporary folder (a snippet that writes a session
-  file writes it there). A snippet naming ``http://127.0.0.1:8808/v1`` (the address of ``llm-stream emulate``) runs
-  against an emulator the test starts on a free port; the README's own snippets start theirs.
+  file writes it there). A snippet naming ``http://127.0.0.1:8808`` (the address of ``llm-stream emulate``, with or
+  without ``/v1``) runs against an emulator the test starts on a free port; the README's own snippets start theirs.
 - Blocks without a language, or ```` ```text ````, are output or diagrams, not code.
 - Any other block (bash, ini, dockerfile, ...), or a Python block that cannot run alone, carries the marker
   ``<!-- fragment: why -->`` on the line before its fence, and is not run.
@@ -24,7 +24,7 @@ from pipeline.emulator import Emulator
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
-LIVE_URL = "http://127.0.0.1:8808/v1"
+LIVE_URL = "http://127.0.0.1:8808"
 FENCE = re.compile(r"^```([\w-]*)\s*$")
 FRAGMENT = re.compile(r"^<!-- fragment(?::[^>]*)? -->$")
 NOT_CODE = frozenset({"", "text"})
@@ -87,7 +87,7 @@ def test_a_python_block_runs(
     code = block.code
     if LIVE_URL in code:
         with Emulator() as emulator:
-            code = code.replace(LIVE_URL, emulator.base_url)
+            code = code.replace(LIVE_URL, emulator.url)
             exec(compile(code, block.name, "exec"), {"__name__": "docs"})
     else:
         exec(compile(code, block.name, "exec"), {"__name__": "docs"})
