@@ -94,7 +94,6 @@ __all__ = [
     "ToolResult",
     "TurnEvent",
     "TurnEventKind",
-    "__version__",
     "assemble",
     "assemble_async",
     "bytes_source",
