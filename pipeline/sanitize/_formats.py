@@ -1,6 +1,8 @@
 """Which repairer a request's stream gets: by the request's path (``/chat/completions``, ``/messages``,
 ``/responses``), for a ``POST`` whose JSON body says ``"stream": true``. Each format names its ``StreamRepair``
-class and the HTTP error body in its API's own shape (``_repair.py``)."""
+class and the HTTP error body in its API's own shape (``_repair.py``). The sanitizer's record of a format is keyed by
+its name in ``pipeline.formats.WIRE_FORMATS``, whose record gives the path (docs/architecture.md, "Adding a wire
+format")."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import attrs
 import msgspec
 
 from operators import Limits
+from pipeline.formats import WIRE_FORMATS
 
 from ._chat_repair import ChatRepair
 from ._messages_repair import MessagesRepair, messages_error_body
@@ -38,10 +41,14 @@ class StreamFormat:
     error body."""
 
     name: str
-    path: str
     make: Any
     """``(*, limits, api_key, strict) -> StreamRepair``."""
     error_body: ErrorBody
+
+    @property
+    def path(self) -> str:
+        """The path its requests end with: the pipeline record's (``/messages``)."""
+        return WIRE_FORMATS[self.name].path
 
     def repair(self, *, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
         repair: StreamRepair = self.make(limits=limits, api_key=api_key, strict=strict)
@@ -49,9 +56,9 @@ class StreamFormat:
 
 
 STREAM_FORMATS: tuple[StreamFormat, ...] = (
-    StreamFormat("chat", "/chat/completions", _chat, openai_error_body),
-    StreamFormat("messages", "/messages", _messages, messages_error_body),
-    StreamFormat("responses", "/responses", _responses, responses_error_body),
+    StreamFormat("chat", _chat, openai_error_body),
+    StreamFormat("messages", _messages, messages_error_body),
+    StreamFormat("responses", _responses, responses_error_body),
 )
 
 

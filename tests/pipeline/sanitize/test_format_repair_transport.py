@@ -22,12 +22,6 @@ MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 KINDS = ("sync", "async")
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 def _http(kind: str) -> Any:
     client_class = httpx2.Client if kind == "sync" else httpx2.AsyncClient
     return client_class(transport=SanitizingTransport())
