@@ -43,8 +43,17 @@ class _Head(msgspec.Struct):
 class Sanitizer:
     """Feeds one attempt's body reads through the chain; ``feed``/``close``/``fail`` return the SSE bytes ready."""
 
-    def __init__(self, *, model: str, limits: Limits | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        limits: Limits | None = None,
+        api_key: str | None = None,
+        observer: Callable[[Chunk], None] | None = None,
+    ) -> None:
         self._model = model
+        self._observer = observer
+        """Sees every chunk of the attempt (the proxy's access log and metrics count repairs and the finish)."""
         self._subject: Subject[bytes] = Subject()
         self._out: list[bytes] = []
         self._head = bytearray()
@@ -66,6 +75,8 @@ class Sanitizer:
         return finish.reason.failure if finish is not None else None
 
     def _on_chunk(self, chunk: Chunk) -> None:
+        if self._observer is not None:
+            self._observer(chunk)
         if isinstance(chunk, Anomaly):
             where = f" at block {chunk.index}" if chunk.index is not None else ""
             _log.debug("anomaly %s%s: %s", chunk.kind, where, chunk.detail)

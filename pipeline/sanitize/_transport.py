@@ -34,9 +34,11 @@ from ._bodies import DROPPED_HEADERS, AsyncBody, Bytes, SyncBody, sse_headers
 from ._encode import error_event
 from ._sanitizer import Attempts, Sanitizer
 
-__all__ = ["Mode", "SanitizingTransport"]
+__all__ = ["OBSERVER_EXTENSION", "Mode", "SanitizingTransport"]
 
 Mode = Literal["stream", "buffered"]
+OBSERVER_EXTENSION = "llm_stream_observer"
+"""A request extension: a callable given every chunk of a sanitized stream (the proxy's report of the request)."""
 
 
 def _streamed_chat(request: httpx.Request) -> dict[str, Any] | None:
@@ -199,7 +201,10 @@ class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def _sanitizer(self, request: httpx.Request, body: dict[str, Any]) -> Sanitizer:
         model = body.get("model")
         return Sanitizer(
-            model=model if isinstance(model, str) else "unknown", limits=self.limits, api_key=_bearer(request)
+            model=model if isinstance(model, str) else "unknown",
+            limits=self.limits,
+            api_key=_bearer(request),
+            observer=request.extensions.get(OBSERVER_EXTENSION),
         )
 
 

@@ -1,0 +1,77 @@
+"""What one request through the proxy came to (``Report``) and its access-log line (``access_line``: one per
+request on stderr, ``--log-format text|json``); the same report feeds the metrics (``_proxy_metrics.py``).
+
+The sanitizing transport shows the report every chunk of a sanitized stream (``Report.observe``, handed over as the
+request's ``OBSERVER_EXTENSION``): the repairs by anomaly kind, the finish, the usage. A line never holds a key or a
+body: the path is logged without its query, and the line passes the redacting filter of the ``llm_stream`` loggers
+(docs/decisions/0020-environment-and-logging.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+from operators import Anomaly, Chunk, Finish, UsageChunk
+
+__all__ = ["Report", "access_line"]
+
+_FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
+
+
+class Report:
+    """One request's outcome, filled in as it goes (the proxy's state for that request, not a value)."""
+
+    __slots__ = ("bytes_out", "cut", "finish", "method", "model", "path", "repairs", "started", "status",
+                 "ttfb_s", "upstream_s", "upstream_status", "usage")
+
+    def __init__(self, method: str, path: str) -> None:
+        self.method, self.path = method, path
+        self.started = time.perf_counter()
+        self.status = 0
+        self.upstream_status: int | None = None
+        self.finish: str | None = None
+        """The finish of a sanitized stream: ``stop``, ``tool_calls``, ``length`` or a failure's code."""
+        self.repairs: Counter[str] = Counter()
+        self.model: str | None = None
+        self.usage: tuple[int, int] | None = None
+        self.bytes_out = 0
+        self.cut: str | None = None
+        """Why the response was cut before its end (``client``, ``deadline``, ``upstream``), if it was."""
+        self.ttfb_s: float | None = None
+        self.upstream_s: float | None = None
+
+    def observe(self, chunk: Chunk) -> None:
+        """One chunk of a sanitized stream (every attempt's: the last finish stands)."""
+        if isinstance(chunk, Anomaly):
+            self.repairs[chunk.kind] += 1
+        elif isinstance(chunk, Finish):
+            reason = chunk.reason
+            self.finish = reason.code or _FINISH_REASONS.get(reason.kind, reason.kind)
+        elif isinstance(chunk, UsageChunk):
+            self.usage = (int(chunk.usage.input_tokens), int(chunk.usage.output_tokens))
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+
+def access_line(report: Report, log_format: str) -> str:
+    """One line: method, path, status, upstream status, finish, repairs, duration, bytes (and why it was cut)."""
+    repairs = ",".join(f"{kind}:{count}" for kind, count in sorted(report.repairs.items()))
+    duration_ms = round(report.elapsed_s() * 1000, 1)
+    if log_format == "json":
+        record = {
+            "method": report.method, "path": report.path, "status": report.status,
+            "upstream_status": report.upstream_status, "finish": report.finish,
+            "repairs": dict(sorted(report.repairs.items())), "duration_ms": duration_ms, "bytes": report.bytes_out,
+        }
+        if report.cut:
+            record["cut"] = report.cut
+        return json.dumps(record, separators=(",", ":"))
+    upstream = report.upstream_status if report.upstream_status is not None else "-"
+    cut = f" cut={report.cut}" if report.cut else ""
+    return (f'"{report.method} {report.path}" {report.status} upstream={upstream} finish={report.finish or "-"} '
+            f"repairs={repairs or '-'} {duration_ms}ms {report.bytes_out}B{cut}")
+
+
