@@ -154,19 +154,23 @@ async def test_past_max_streams_a_third_stream_is_answered_503_while_the_two_fin
 
 
 def test_one_access_log_line_per_request_names_the_status_and_holds_no_key(cli: Cli) -> None:
-    before = len(cli.stderr_lines())
     statuses = []
     for headers in ({}, {"authorization": f"Bearer {CLIENT_KEY}"}):
-        statuses.append(httpx.post(f"{cli.url}/v1/chat/completions?key={CLIENT_KEY}", json=_chat(),
-                                   headers=headers).status_code)
+        response = httpx.post(f"{cli.url}/v1/log-check?key={CLIENT_KEY}", json=_chat(), headers=headers)
+        statuses.append(response.status_code)
+    assert statuses == [401, 200]
+
+    def lines() -> list[str]:
+        return [line for line in cli.stderr_lines() if "/v1/log-check" in line]
+
     deadline = time.monotonic() + 5
-    while len(cli.stderr_lines()) < before + 2 and time.monotonic() < deadline:
+    while len(lines()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    lines = cli.stderr_lines()[before:]
-    assert len(lines) == 2, lines
-    for line, status in zip(lines, statuses, strict=True):
-        assert f'"POST /v1/chat/completions" {status} ' in line
-        assert "duration" not in line and re.search(r" [0-9.]+ms [0-9]+B", line), line
+    time.sleep(0.2)
+    assert len(lines()) == 2, cli.stderr_lines()
+    for line, status in zip(lines(), statuses, strict=True):
+        assert line.startswith(f'"POST /v1/log-check" {status} '), line
+        assert re.search(r" [0-9.]+ms [0-9]+B", line), line
     text = cli.stderr_path.read_text()
     for key in (CLIENT_KEY, OTHER_CLIENT_KEY, SERVER_KEY, CLIENT_KEY.upper(), SERVER_KEY[:12]):
         assert key not in text
