@@ -193,5 +193,6 @@ def test_sigterm_lets_the_stream_in_flight_finish_whole_then_exits_0(gateway: Ga
         code = cli.close()
     assert code == 0
     (line,) = [line for line in cli.stderr_lines() if line.startswith("{")]
-    assert '"status":200' in line and '"finish":"stop"' in line
+    assert '"status":200' in line
+    assert '"finish":"stop"' in line
     assert "Traceback" not in cli.stderr_path.read_text()
