@@ -1,10 +1,13 @@
 """Sanitizing for clients the library does not own: ``SanitizingTransport`` (an httpx transport for the openai SDK,
 LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (``Proxy``, ``create_proxy_app``,
-``run_proxy``: ``llm-stream proxy``, configured by ``ProxyConfig``; these three need the ``proxy`` extra: starlette,
-uvicorn and prometheus-client).
+``run_proxy``: ``llm-stream proxy``, configured by ``ProxyConfig``; these three need the ``proxy`` extra: uvicorn
+and prometheus-client).
 
-Both run a streamed chat completion through the library's operators and re-encode it as clean, standard OpenAI SSE
-(docs/decisions/0022-sanitizing-transport.md); everything else passes through untouched.
+Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
+sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md) and leave retrying to the client
+(docs/decisions/0033-one-retry-layer.md); everything else passes through untouched. ``Sanitizer`` and
+``OpenAIEncoder`` (the earlier re-encoding of the operators' chunks as OpenAI SSE) remain for callers that want a
+stream rewritten from chunks.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
 from ._proxy_config import ProxyConfig
+from ._repair import StreamRepair
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
@@ -21,8 +26,8 @@ if TYPE_CHECKING:
     from ._proxy_app import create_proxy_app
     from ._proxy_server import Proxy, run_proxy
 
-__all__ = ["Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "Sanitizer", "SanitizingTransport", "create_proxy_app",
-           "run_proxy", "usage_json"]
+__all__ = ["ChatRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "Sanitizer", "SanitizingTransport",
+           "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
 
 _SERVING = {"Proxy": "._proxy_server", "create_proxy_app": "._proxy_app", "run_proxy": "._proxy_server"}
 _SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")

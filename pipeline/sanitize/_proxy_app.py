@@ -72,7 +72,7 @@ class ProxyApp:
         inner = transport or httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64)
         )
-        self.transport = SanitizingTransport(inner, retry_policy=config.policy(), limits=config.limits,
+        self.transport = SanitizingTransport(inner, retry=config.policy(), limits=config.limits,
                                              mode=config.mode)
         self._forward = Forwarder(
             config, _keys(config, os.environ if environ is None else environ), base, self.transport,
@@ -117,6 +117,7 @@ class ProxyApp:
             report.bytes_out += await error_response(send, refused.status, refused.code, str(refused),
                                                      refused.headers)
         finally:
+            report.settle()
             if report.status == 0 and report.cut == "client":
                 report.status = 499  # the client closed the request before an answer (as nginx logs it)
             self.metrics.record(report)

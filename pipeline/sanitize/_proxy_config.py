@@ -159,9 +159,12 @@ class ProxyConfig:
     retry_policy: RetryPolicy | None = attrs.field(default=None, metadata={"flag": False})
     """Python only: the sanitizing transport's whole policy, overriding ``retries`` (tests use a short backoff)."""
 
-    def policy(self) -> RetryPolicy:
-        """The sanitizing transport's policy: ``retry_policy``, else ``retries`` retries of the default codes."""
-        return self.retry_policy or RetryPolicy.normal(max_retries=self.retries)
+    def policy(self) -> RetryPolicy | None:
+        """The sanitizing transport's retries: ``retry_policy``, else ``retries`` retries of the default codes, else
+        ``None``: none of its own, the client's retry loop governs (docs/decisions/0033-one-retry-layer.md)."""
+        if self.retry_policy is not None or self.retries == 0:
+            return self.retry_policy
+        return RetryPolicy.normal(max_retries=self.retries)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ProxyConfig:

@@ -28,7 +28,7 @@ from ._proxy_config import ProxyConfig
 from ._proxy_headers import Keys, OutsideBase, forwarded_headers, upstream_path
 from ._proxy_log import Report
 from ._proxy_metrics import Tracing
-from ._proxy_relay import relay
+from ._proxy_relay import UpstreamCut, relay
 from ._transport import OBSERVER_EXTENSION
 
 __all__ = ["Forwarder", "Refused", "error_response"]
@@ -197,7 +197,7 @@ class Forwarder:
                 async for piece in relay(response):
                     report.bytes_out += len(piece)
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
-            except Exception:
+            except UpstreamCut:
                 report.cut = "upstream"  # the response is left without its end: the client sees it was cut
                 return
             progress.complete = True

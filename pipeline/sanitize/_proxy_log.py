@@ -1,8 +1,9 @@
 """What one request through the proxy came to (``Report``) and its access-log line (``access_line``: one per
 request on stderr, ``--log-format text|json``); the same report feeds the metrics (``_proxy_metrics.py``).
 
-The sanitizing transport shows the report every chunk of a sanitized stream (``Report.observe``, handed over as the
-request's ``OBSERVER_EXTENSION``): the repairs by anomaly kind, the finish, the usage. A line never holds a key or a
+The sanitizing transport hands the report each attempt's ``StreamRepair`` (``Report.observe``, given as the request's
+``OBSERVER_EXTENSION``); once the response is over, ``settle`` reads its finish, its failure and, where the repairer
+counts them, its repairs by kind. A line never holds a key or a
 body: the path is logged without its query, and the line passes the redacting filter of the ``llm_stream`` loggers
 (docs/decisions/0020-environment-and-logging.md).
 """
@@ -12,8 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-
-from operators import Anomaly, Chunk, Finish, UsageChunk
+from typing import Any
 
 __all__ = ["Report", "access_line"]
 
@@ -23,8 +23,8 @@ _FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "le
 class Report:
     """One request's outcome, filled in as it goes (the proxy's state for that request, not a value)."""
 
-    __slots__ = ("bytes_out", "cut", "finish", "method", "model", "path", "repairs", "started", "status",
-                 "ttfb_s", "upstream_s", "upstream_status", "usage")
+    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "model", "path", "repairs", "started", "status",
+                 "ttfb_s", "upstream_s", "upstream_status")
 
     def __init__(self, method: str, path: str) -> None:
         self.method, self.path = method, path
@@ -35,22 +35,29 @@ class Report:
         """The finish of a sanitized stream: ``stop``, ``tool_calls``, ``length`` or a failure's code."""
         self.repairs: Counter[str] = Counter()
         self.model: str | None = None
-        self.usage: tuple[int, int] | None = None
         self.bytes_out = 0
         self.cut: str | None = None
         """Why the response was cut before its end (``client``, ``deadline``, ``upstream``), if it was."""
         self.ttfb_s: float | None = None
         self.upstream_s: float | None = None
+        self._repair: Any = None
 
-    def observe(self, chunk: Chunk) -> None:
-        """One chunk of a sanitized stream (every attempt's: the last finish stands)."""
-        if isinstance(chunk, Anomaly):
-            self.repairs[chunk.kind] += 1
-        elif isinstance(chunk, Finish):
-            reason = chunk.reason
-            self.finish = reason.code or _FINISH_REASONS.get(reason.kind, reason.kind)
-        elif isinstance(chunk, UsageChunk):
-            self.usage = (int(chunk.usage.input_tokens), int(chunk.usage.output_tokens))
+    def observe(self, repair: Any) -> None:
+        """The sanitizing transport hands over each attempt's ``StreamRepair`` (the last one stands)."""
+        self._repair = repair
+
+    def settle(self) -> None:
+        """Reads the finish, the failure and the repairs of the stream's last attempt, once it is over."""
+        repair, self._repair = self._repair, None
+        if repair is None:
+            return
+        finish, failure = repair.finish, repair.failure
+        if failure is not None:
+            self.finish = str(failure.code)
+        elif finish is not None:
+            self.finish = finish.reason.code or _FINISH_REASONS.get(finish.reason.kind, finish.reason.kind)
+        for kind, count in (getattr(repair, "repairs", None) or {}).items():
+            self.repairs[kind] += count
 
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.started

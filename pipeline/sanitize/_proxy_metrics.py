@@ -113,13 +113,11 @@ class Tracing:
     def end(span: Any, report: Report) -> None:
         if span is None:
             return
+        report.settle()
         if report.upstream_status is not None:
             span.set_attribute("http.response.status_code", report.upstream_status)
         if report.finish is not None:
             span.set_attribute("gen_ai.response.finish_reasons", [report.finish])
-        if report.usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", report.usage[0])
-            span.set_attribute("gen_ai.usage.output_tokens", report.usage[1])
         error = report.cut or (report.finish if report.finish and report.finish.isupper() else None)
         if error is None and report.status >= 500:
             error = str(report.status)

@@ -1,5 +1,6 @@
-"""One upstream attempt, sans I/O: response bytes in, clean OpenAI SSE bytes out (``Sanitizer``), and the retry
-budget across attempts (``Attempts``). The sync and async transports and the proxy only move bytes and sleep.
+"""The retry budget across attempts (``Attempts``, used by the transport's opt-in internal retries), and
+``Sanitizer``: one attempt re-encoded from the operators' chunks as fresh OpenAI SSE (the 0022 design; the transport
+and the proxy now repair in place with ``ChatRepair`` instead, decision 0032).
 
 The bytes go through the library's own chain (``translate``: ``parse_sse`` and ``protocol_rules()``), then the API
 key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
@@ -43,17 +44,8 @@ class _Head(msgspec.Struct):
 class Sanitizer:
     """Feeds one attempt's body reads through the chain; ``feed``/``close``/``fail`` return the SSE bytes ready."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        limits: Limits | None = None,
-        api_key: str | None = None,
-        observer: Callable[[Chunk], None] | None = None,
-    ) -> None:
+    def __init__(self, *, model: str, limits: Limits | None = None, api_key: str | None = None) -> None:
         self._model = model
-        self._observer = observer
-        """Sees every chunk of the attempt (the proxy's access log and metrics count repairs and the finish)."""
         self._subject: Subject[bytes] = Subject()
         self._out: list[bytes] = []
         self._head = bytearray()
@@ -75,8 +67,6 @@ class Sanitizer:
         return finish.reason.failure if finish is not None else None
 
     def _on_chunk(self, chunk: Chunk) -> None:
-        if self._observer is not None:
-            self._observer(chunk)
         if isinstance(chunk, Anomaly):
             where = f" at block {chunk.index}" if chunk.index is not None else ""
             _log.debug("anomaly %s%s: %s", chunk.kind, where, chunk.detail)
