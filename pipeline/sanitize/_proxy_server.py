@@ -158,15 +158,21 @@ class Proxy(BackgroundServer):
         return _ProxyServer(self.app, embedded=True)
 
 
-def _access_log_to_stderr() -> None:
-    logger = get_logger(ACCESS_LOG)
-    if not any(getattr(handler, "_llm_stream_access", False) for handler in logger.handlers):
+def _log_to_stderr(access: bool) -> None:
+    """The proxy's own lines on stderr: warnings and errors of ``llm_stream.proxy`` (running out of file
+    descriptors), and the access log (one line per request) unless it is off."""
+    targets = ((_log.name, logging.WARNING, True), (get_logger(ACCESS_LOG).name, logging.INFO, access))
+    for name, level, wanted in targets:
+        logger = logging.getLogger(name)
+        if not wanted or any(getattr(handler, "_llm_stream_proxy", False) for handler in logger.handlers):
+            continue
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._llm_stream_access = True  # type: ignore[attr-defined]
+        shown = "%(message)s" if level == logging.INFO else "llm-stream proxy: %(message)s"
+        handler.setFormatter(logging.Formatter(shown))
+        handler._llm_stream_proxy = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+        logger.setLevel(level)
+        logger.propagate = False
 
 
 def run_proxy(upstream: str | ProxyConfig, **options: Any) -> None:
@@ -175,8 +181,7 @@ def run_proxy(upstream: str | ProxyConfig, **options: Any) -> None:
     config = upstream if isinstance(upstream, ProxyConfig) else ProxyConfig(upstream=upstream, **options)
     app = create_proxy_app(config)
     sock = bind(config.host, config.port)
-    if config.log_format != "off":
-        _access_log_to_stderr()
+    _log_to_stderr(access=config.log_format != "off")
     print(f"llm-stream proxy: base_url {url_of(config.host, sock.getsockname()[1])}/v1 -> {config.upstream}. "
           "Ctrl-C stops it.", flush=True)
     # uvicorn handles SIGTERM itself, then raises it again once it has shut down: with this handler in place that

@@ -190,3 +190,39 @@ def test_a_100_mb_body_gets_413_without_the_proxy_growing_past_300_mib(gateway: 
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sets the child's file limit with setrlimit")
+def test_out_of_file_descriptors_is_a_line_not_a_traceback_flood_and_the_proxy_recovers(gateway: Gateway) -> None:
+    import resource
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", gateway.base_url, "--port", "0",
+         "--header-timeout", "2", "--log-format", "off"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=few_descriptors,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(re.search(r":(\d+)/v1", process.stdout.readline()).group(1))  # type: ignore[union-attr]
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]  # more than the proxy can hold
+        time.sleep(4)
+        for sock in idle:
+            sock.close()
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the proxy did not recover"
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert "Traceback" not in stderr
+    assert len(stderr) < 2000, stderr[:2000]
+    assert "out of resources" in stderr
