@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from pipeline import SanitizingTransport
 from pipeline.emulator import Emulator
@@ -65,7 +66,9 @@ _TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters":
 
 async def _langchain(base_url: str, profile: str, transport: bool) -> Any:
     http = httpx.AsyncClient(transport=SanitizingTransport()) if transport else httpx.AsyncClient()
-    model = ChatOpenAI(model=profile, base_url=base_url, api_key="sk-x", max_retries=0, http_async_client=http)
+    model = ChatOpenAI(
+        model=profile, base_url=base_url, api_key=SecretStr("sk-x"), max_retries=0, http_async_client=http
+    )
     message: Any = None
     try:
         async for piece in model.bind_tools(_TOOLS).astream("hi"):

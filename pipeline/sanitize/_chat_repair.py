@@ -84,6 +84,9 @@ class ChatRepair:
     # -- bytes in ---------------------------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> bytes:
+        if (self._released and self._finish is None and not self._buf and not self._strict and data.endswith(b"\n\n")
+                and b"\r" not in data and self._plain(data, data.count(b"\n\n"))):
+            return data  # the common read: whole events no rule reads, nothing buffered
         if self._finish is not None or not data:
             return b""
         if not self._started:

@@ -185,9 +185,10 @@ class SanitizingTransport(Transports):
                     return upstream  # as the upstream sent it
                 raw = read_bounded_sync(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
                 upstream.close()
-                delay = attempt.delay_s(self._body_failure(request, upstream, raw))
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
                 if delay is None:
-                    return _as_sent(hx, upstream, raw)
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 time.sleep(delay)
                 continue
             result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
@@ -228,9 +229,10 @@ class SanitizingTransport(Transports):
                     return upstream
                 raw = await read_bounded(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
                 await upstream.aclose()
-                delay = attempt.delay_s(self._body_failure(request, upstream, raw))
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
                 if delay is None:
-                    return _as_sent(hx, upstream, raw)
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 await asyncio.sleep(delay)
                 continue
             result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
@@ -270,8 +272,7 @@ def _connect_failure(request: Any, exc: Exception) -> Failure:
     return Failure(code, f"request to {request.url.host} failed: {type(exc).__name__}: {exc}")
 
 
-def _as_sent(hx: Any, upstream: Any, raw: bytes | int) -> Any:
-    """A response read to classify it (internal retries on), given back as it came; a body past the bound is cut to
-    the bound (its length is all that was kept)."""
-    body = raw if isinstance(raw, bytes) else b""
+def _as_sent(hx: Any, upstream: Any, body: bytes) -> Any:
+    """A response read to classify it (internal retries on), given back as it came (a body past the bound replaced
+    by an error in the API's shape naming the bound)."""
     return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=Bytes(body))
