@@ -97,15 +97,6 @@ class Keys:
                 matched |= hmac.compare_digest(candidate.encode(), key.encode())
         return matched
 
-    def client_secret(self, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
-        """The key the client's request carries (to redact it from what comes back), if any."""
-        for name, value in headers:
-            if name == b"authorization":
-                return bearer(value.decode("latin-1"))
-            if name == b"x-api-key":
-                return value.decode("latin-1").strip() or None
-        return None
-
 
 def _matches(name: str, extra: tuple[str, ...]) -> bool:
     return any(name == item or (item.endswith("*") and name.startswith(item[:-1])) for item in extra)

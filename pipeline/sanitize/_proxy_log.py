@@ -23,7 +23,7 @@ _FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "le
 class Report:
     """One request's outcome, filled in as it goes (the proxy's state for that request, not a value)."""
 
-    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "model", "path", "repairs", "started", "status",
+    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "path", "repairs", "started", "status",
                  "ttfb_s", "upstream_s", "upstream_status")
 
     def __init__(self, method: str, path: str) -> None:
@@ -34,7 +34,6 @@ class Report:
         self.finish: str | None = None
         """The finish of a sanitized stream: ``stop``, ``tool_calls``, ``length`` or a failure's code."""
         self.repairs: Counter[str] = Counter()
-        self.model: str | None = None
         self.bytes_out = 0
         self.cut: str | None = None
         """Why the response was cut before its end (``client``, ``deadline``, ``upstream``), if it was."""
