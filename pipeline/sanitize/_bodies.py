@@ -12,6 +12,7 @@ alone do not keep a request alive past the client's read timeout.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -134,16 +135,20 @@ class SyncBody(SyncStream):
         """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded."""
         reads = upstream.iter_bytes()
         held: list[bytes] = []
-        while True:
-            read = _next(reads)
-            held.append(_step(repair, read, deadline))
-            if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
-                upstream.close()
-                return _held(hx, upstream, repair, held)
-            if held[-1] and not buffered:
-                repair.forwarded = True
-                body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
-                return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        try:
+            while True:
+                read = _next(reads)
+                held.append(_step(repair, read, deadline))
+                if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
+                    upstream.close()
+                    return _held(hx, upstream, repair, held)
+                if held[-1] and not buffered:
+                    repair.forwarded = True
+                    body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
+                    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        except BaseException:  # interrupted (the client went away): release the upstream connection now
+            upstream.close()
+            raise
 
     def __iter__(self) -> Iterator[bytes]:
         yield self._first
@@ -175,16 +180,20 @@ class AsyncBody(AsyncStream):
     async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
         reads = upstream.aiter_bytes()
         held: list[bytes] = []
-        while True:
-            read = await _anext(reads)
-            held.append(_step(repair, read, deadline))
-            if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
-                await upstream.aclose()
-                return _held(hx, upstream, repair, held)
-            if held[-1] and not buffered:
-                repair.forwarded = True
-                body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
-                return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        try:
+            while True:
+                read = await _anext(reads)
+                held.append(_step(repair, read, deadline))
+                if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
+                    await upstream.aclose()
+                    return _held(hx, upstream, repair, held)
+                if held[-1] and not buffered:
+                    repair.forwarded = True
+                    body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
+                    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        except BaseException:  # cancelled (the client went away): release the upstream connection now
+            await asyncio.shield(upstream.aclose())
+            raise
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         yield self._first

@@ -214,7 +214,7 @@ class ChatRepair:
         if not isinstance(obj, dict):
             shown = payload[:120].decode("utf-8", "replace")
             return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
-        if named == b"error" or (obj.get("error") and not obj.get("choices")):
+        if named == b"error" or obj.get("error"):  # OpenRouter sends its error beside choices: still an error
             failure = classify_inband_error(obj.get("error", obj))
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))

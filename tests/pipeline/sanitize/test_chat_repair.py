@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from gateway import sse_event
 from hypothesis import given
 from hypothesis import strategies as st
 from test_faithful_chat import _NEVER, _SEED, KEEP
 
+import pipeline
 from pipeline.sanitize import ChatRepair
 
 
@@ -67,3 +70,26 @@ def test_the_key_echoed_by_the_upstream_is_not_forwarded() -> None:
     out, _ = _run(body, [], api_key=key)
     assert key.encode() not in out
     assert b"[redacted]" in out
+
+
+FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "sse"
+
+
+def _reading(body: bytes) -> tuple[object, ...]:
+    message = pipeline.assemble(pipeline.collect(body))
+    calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
+    finish = message.finish
+    return message.text, calls, finish.kind if finish else None, finish.code if finish else None
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared fixtures are not present")
+def test_the_library_reads_every_recorded_stream_the_same_after_its_repair() -> None:
+    checked = 0
+    for path in sorted(p for folder in ("real", "peers") for p in (FIXTURES / folder).glob("*.sse")):
+        body = path.read_bytes()
+        repaired, repair = _run(body, [])
+        if repair.failure is not None:
+            continue  # refused (an error before or after the first byte): not a stream to re-read
+        assert _reading(repaired) == _reading(body), path.name
+        checked += 1
+    assert checked >= 60

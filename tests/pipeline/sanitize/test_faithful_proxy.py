@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -121,3 +124,22 @@ async def test_a_response_head_dripped_a_byte_a_second_does_not_hold_the_async_s
             await client.chat.completions.create(stream=True, model="m", messages=[{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < 6
     server.close()
+
+
+@pytest.mark.parametrize(("flags", "requests"), [([], 1), (["--retries", "1"], 2)])
+def test_the_proxy_command_retries_only_with_retries_n(flags: list[str], requests: int) -> None:
+    with Gateway(_429, sse(_text_stream("ok"))) as gateway:
+        command = [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", gateway.base_url, "--port", "0", *flags]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            base_url = process.stdout.readline().split("base_url ", 1)[1].split(" ", 1)[0]
+            result = final("httpx2", base_url, transport=False, max_retries=0)
+        finally:
+            process.send_signal(signal.SIGINT)  # our own child, by its handle
+            process.wait(timeout=15)
+        assert gateway.count == requests
+        if requests == 1:
+            assert result[0] == "RateLimitError"
+        else:
+            assert result["choices"][0]["message"]["content"] == "ok"
