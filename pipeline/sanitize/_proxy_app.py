@@ -67,11 +67,7 @@ class ProxyApp:
         self.metrics = Metrics()
         self.draining = False
         base = httpx.URL(config.upstream.rstrip("/"))
-        # No hidden cap: the pool takes as many connections as there are requests in flight, which --max-streams
-        # bounds (and answers 503 past); httpx's default of 100 would queue the 101st request silently.
-        inner = transport or httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        )
+        inner = transport or _Pools()
         self.transport = SanitizingTransport(inner, retry=config.policy(), limits=config.limits,
                                              mode=config.mode)
         self._forward = Forwarder(
@@ -126,6 +122,29 @@ class ProxyApp:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+class _Pools(httpx.AsyncBaseTransport):
+    """The upstream's connections, in ``count`` pools taken in turn, none with a cap of its own.
+
+    No hidden cap: the pools take as many connections as there are requests in flight, which ``--max-streams``
+    bounds (and answers 503 past); httpx's default of 100 would queue the 101st request silently. Several pools, not
+    one: httpcore scans every connection of a pool twice per request, so one pool's CPU per request grows with the
+    requests in flight (decision 0047; ``benchmarks/proxy_concurrency.py``).
+    """
+
+    def __init__(self, count: int = 16) -> None:
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=8)
+        self._pools = [httpx.AsyncHTTPTransport(limits=limits) for _ in range(count)]
+        self._next = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self._next = (self._next + 1) % len(self._pools)
+        return await self._pools[self._next].handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
 
 
 async def _json(send: Send, status: int, body: bytes) -> None:
