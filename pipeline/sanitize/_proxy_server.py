@@ -19,6 +19,7 @@ import logging
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -186,8 +187,10 @@ def run_proxy(upstream: str | ProxyConfig, **options: Any) -> None:
           "Ctrl-C stops it.", flush=True)
     # uvicorn handles SIGTERM itself, then raises it again once it has shut down: with this handler in place that
     # second SIGTERM does nothing, and the process exits 0 instead of dying by the signal.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    main = threading.current_thread() is threading.main_thread()  # signals are the main thread's only
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None) if main else None
     try:
         serve(_ProxyServer(app, embedded=False), sock)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
