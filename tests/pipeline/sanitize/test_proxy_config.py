@@ -84,3 +84,17 @@ def test_the_app_takes_the_config_or_its_fields() -> None:
     assert create_proxy_app(UPSTREAM, max_streams=3).config == config
     with pytest.raises(ValueError, match="max_streams"):
         create_proxy_app(UPSTREAM, max_streams=0)
+
+
+def test_the_proxy_extra_is_what_the_proxy_imports_and_names_no_emulator() -> None:
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
+    extra = pyproject["project"]["optional-dependencies"]["proxy"]
+    names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extra}
+    assert names == {"uvicorn", "prometheus-client"}
+    code = ("import sys; import pipeline.sanitize as s; s.Proxy, s.run_proxy, s.create_proxy_app; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'prometheus_client'}))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "['prometheus_client', 'uvicorn']"  # not starlette, which the emulator needs
