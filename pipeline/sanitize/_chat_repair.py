@@ -68,6 +68,9 @@ class ChatRepair:
         self.repairs: Counter[str] = Counter()
         """What was repaired, by kind (the proxy's access log and metrics): ``tool-call-identity``, ``framing``,
         ``line-ends``, ``bom``, ``done-added``, ``key-redacted``."""
+        self._shape: tuple[bytes, bytes] = (b"", b"")
+        """The bytes around the text of the last single-event read that passed: a text delta shaped the same is
+        proven rule-free by its text alone."""
 
     @property
     def failure(self) -> Failure | None:
@@ -84,9 +87,17 @@ class ChatRepair:
     # -- bytes in ---------------------------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> bytes:
-        if (self._released and self._finish is None and not self._buf and not self._strict and data.endswith(b"\n\n")
-                and b"\r" not in data and self._plain(data, data.count(b"\n\n"))):
-            return data  # the common read: whole events no rule reads, nothing buffered
+        if self._released and self._finish is None and not self._buf and not self._strict:
+            prefix, suffix = self._shape
+            if prefix and data.startswith(prefix) and data.endswith(suffix) and self._key is None:
+                text = data[len(prefix) : len(data) - len(suffix)]  # one more text delta shaped like the last one
+                if (len(data) > len(prefix) + len(suffix) and b'"' not in text and b"\n" not in text
+                        and b"\r" not in text and not text.endswith(b"\\")):
+                    return data  # its text cannot end the string, the event, or escape the quote that ends it
+            if data.endswith(b"\n\n") and b"\r" not in data and self._plain(data, events := data.count(b"\n\n")):
+                if events == 1:
+                    self._shape = _shape(data)
+                return data  # the common read: whole events no rule reads, nothing buffered
         if self._finish is not None or not data:
             return b""
         if not self._started:
@@ -295,3 +306,17 @@ class ChatRepair:
         reason = first.finish_reason if first is not None else None
         self._finish = Finish(FinishReason(_KINDS.get(reason or "stop", "stop")))
         return self._release(event if event.startswith(b"data:") else _DONE, True)
+
+
+def _shape(event: bytes) -> tuple[bytes, bytes]:
+    """The bytes before and after the text of a single ``"content"`` delta, or empty ones when it has no plain
+    text (an escaped quote or backslash at its end, two content keys): the shape later events are matched against."""
+    key = b'"content":"' if b'"content":"' in event else b'"content": "'
+    start = event.find(key)
+    if start < 0 or event.count(b'"content":') != 1:
+        return b"", b""
+    start += len(key)
+    end = event.find(b'"', start)
+    if end < 0 or event[end - 1 : end] == b"\\":
+        return b"", b""
+    return event[:start], event[end:]

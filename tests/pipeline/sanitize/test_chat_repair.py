@@ -93,3 +93,22 @@ def test_the_library_reads_every_recorded_stream_the_same_after_its_repair() -> 
         assert _reading(repaired) == _reading(body), path.name
         checked += 1
     assert checked >= 60
+
+
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_an_event_shaped_like_the_last_text_delta_but_carrying_a_call_still_meets_the_rules(
+    separators: tuple[str, str],
+) -> None:
+    payload = {"id": "x", "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]}
+    text = b"data: " + json.dumps(payload, separators=separators).encode() + b"\n\n"
+    repair = ChatRepair()
+    assert repair.feed(text) + repair.feed(text) == text + text
+    assert repair._shape[0]  # the shape was learnt: the next event takes the shape path
+    prefix, suffix = text.split(b'"a"')
+    smuggled = prefix + b'"b","tool_calls":[{"index":0,"function":{"arguments":"{}"}}],"x":""' + suffix
+    finish = sse_event({"id": "x", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    out = b"".join(repair.feed(e) for e in (smuggled, finish, sse_event("[DONE]")))
+    assert repair.failure is not None
+    assert repair.failure.code == "MALFORMED_TOOL_CALL"  # the call had no id: seen, not passed as text
+    assert out.endswith(b"\n\n")
+    assert b"MALFORMED_TOOL_CALL" in out

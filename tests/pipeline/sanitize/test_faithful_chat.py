@@ -12,6 +12,7 @@ import pytest
 from faithful import KINDS, Kind, chunks, final, sdk
 from gateway import Gateway, http_json, sse
 
+from operators import RetryPolicy
 from pipeline import SanitizingTransport
 
 BASE = {"id": "chatcmpl-keep", "object": "chat.completion.chunk", "created": 1727346170, "model": "gpt-4o-2024-08-06"}
@@ -247,3 +248,14 @@ def test_the_strict_outcome_policy_is_an_opt_in(case: str, code: str) -> None:
         result = final("httpx2", gateway.base_url, transport=SanitizingTransport(strict=True))
         assert result["choices"][0]["message"]["content"] == "ok"
         assert gateway.count == 2  # retryable by the library's classification: x-should-retry true
+
+
+def test_opt_in_retries_wait_only_within_the_requests_own_timeout() -> None:
+    slow = http_json(429, {"error": {"message": "slow down"}}, {"retry-after-ms": "700"})
+    transport = SanitizingTransport(retry=RetryPolicy(max_retries=5))
+    with Gateway(slow) as gateway:
+        started = time.monotonic()
+        error = final("httpx2", gateway.base_url, transport=transport, timeout=1.0, max_retries=0)
+        assert error[0] == "RateLimitError"
+        assert gateway.count == 2  # one wait of 0.7 s fits in the 1 s timeout, a second would not
+        assert time.monotonic() - started < 1.6

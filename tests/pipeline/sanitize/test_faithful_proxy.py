@@ -21,7 +21,7 @@ import pytest
 from faithful import KINDS, Kind, chunks, final
 from gateway import Gateway, http_json, sse
 from hostile_server import HostileServer
-from test_faithful_chat import _NEVER, _429, _text_stream
+from test_faithful_chat import _NEVER, _SEED, KEEP, _429, _text_stream
 
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
@@ -89,6 +89,20 @@ def test_the_sdk_through_the_proxy_reads_a_sound_stream_as_it_reads_the_upstream
     events = _text_stream("Hello", system_fingerprint="fp_1", service_tier="default")
     with Gateway(sse(events)) as gateway, Proxy(gateway.base_url) as proxy:
         assert chunks(kind, proxy.base_url, transport=False) == chunks(kind, gateway.base_url, transport=False)
+
+
+@pytest.mark.parametrize("case", sorted(KEEP))
+def test_every_keep_case_reads_the_same_through_the_proxy(case: str) -> None:
+    with Gateway(sse(KEEP[case])) as gateway, Proxy(gateway.base_url) as proxy:
+        assert chunks("httpx2", proxy.base_url, transport=False) == chunks("httpx2", gateway.base_url, transport=False)
+        assert final("httpx2", proxy.base_url, transport=False) == final("httpx2", gateway.base_url, transport=False)
+
+
+def test_the_seeds_bug_is_repaired_through_the_proxy() -> None:
+    with Gateway(sse(_SEED)) as gateway, Proxy(gateway.base_url) as proxy:
+        message = final("httpx2", proxy.base_url, transport=False)["choices"][0]["message"]
+        calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+        assert calls == [("call_1", "get_weather", '{"city": "Paris"}')]
 
 
 async def test_keep_alive_bytes_alone_do_not_hold_the_sdk_past_its_timeout() -> None:
