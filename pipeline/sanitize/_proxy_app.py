@@ -7,7 +7,8 @@
 - ``GET /metrics``: the Prometheus text format (``_proxy_metrics.py``);
 - anything else: 404 with an OpenAI-shaped error.
 
-Each request ends with one access-log line (``llm_stream.proxy.access``) and its metrics.
+Every request ends with one access-log line (``llm_stream.proxy.access``); the metrics count the forwarded ones
+(``/v1/...``), not the probes and scrapes.
 """
 
 from __future__ import annotations
@@ -86,20 +87,32 @@ class ProxyApp:
         path: str = scope["path"]
         if path.startswith("/v1/"):
             await self._proxied(scope, receive, send)
-        elif path in ("/health", "/healthz"):
-            await _json(send, 200, b'{"status":"ok"}')
+            return
+        report = Report(scope["method"], path)
+        if path in ("/health", "/healthz"):
+            report.status, body = 200, b'{"status":"ok"}'
         elif path == "/ready":
             ready = not self.draining and self.in_flight < self.config.max_streams
-            status = "ready" if ready else "draining" if self.draining else "full"
-            await _json(send, 200 if ready else 503, b'{"status":"%s"}' % status.encode())
+            state = "ready" if ready else "draining" if self.draining else "full"
+            report.status, body = (200 if ready else 503), b'{"status":"%s"}' % state.encode()
         elif path == "/metrics":
-            body = generate_latest(self.metrics.registry)
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})
-            await send({"type": "http.response.body", "body": body})
+            report.status, body = 200, generate_latest(self.metrics.registry)
         else:
-            await error_response(send, 404, Code.INVALID_REQUEST, "the proxy serves /v1/<path>, /health, /ready and "
-                                 "/metrics")
+            report.status = 404
+            report.bytes_out = await error_response(send, 404, Code.INVALID_REQUEST, "the proxy serves /v1/<path>, "
+                                                    "/health, /ready and /metrics")
+            self._access(report)
+            return
+        kind = CONTENT_TYPE_LATEST if path == "/metrics" else "application/json"
+        await send({"type": "http.response.start", "status": report.status,
+                    "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        report.bytes_out = len(body)
+        self._access(report)  # logged, not counted: the metrics count the requests the proxy forwards
+
+    def _access(self, report: Report) -> None:
+        if self.config.log_format != "off" and self._log.isEnabledFor(logging.INFO):
+            self._log.info("%s", access_line(report, self.config.log_format))
 
     async def _proxied(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw: bytes = scope.get("raw_path") or scope["path"].encode()
@@ -117,8 +130,7 @@ class ProxyApp:
             if report.status == 0 and report.cut == "client":
                 report.status = 499  # the client closed the request before an answer (as nginx logs it)
             self.metrics.record(report)
-            if self.config.log_format != "off" and self._log.isEnabledFor(logging.INFO):
-                self._log.info("%s", access_line(report, self.config.log_format))
+            self._access(report)
 
     async def aclose(self) -> None:
         await self.transport.aclose()
@@ -145,12 +157,6 @@ class _Pools(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         for pool in self._pools:
             await pool.aclose()
-
-
-async def _json(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def create_proxy_app(

@@ -171,6 +171,11 @@ def test_one_access_log_line_per_request_names_the_status_and_holds_no_key(cli: 
     for line, status in zip(lines(), statuses, strict=True):
         assert line.startswith(f'"POST /v1/log-check" {status} '), line
         assert re.search(r" [0-9.]+ms [0-9]+B", line), line
+    assert httpx.get(f"{cli.url}/health?probe=log-check").status_code == 200
+    deadline = time.monotonic() + 5
+    while not any(line.startswith('"GET /health" 200 ') for line in cli.stderr_lines()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(line.startswith('"GET /health" 200 ') for line in cli.stderr_lines())  # probes are logged too
     text = cli.stderr_path.read_text()
     for key in (CLIENT_KEY, OTHER_CLIENT_KEY, SERVER_KEY, CLIENT_KEY.upper(), SERVER_KEY[:12]):
         assert key not in text
