@@ -81,14 +81,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
         self.end_headers()
-        for n in range(count):
-            self.wfile.write(_event(f"t{n} "))
-            self.wfile.flush()
-            time.sleep(pause)
+        self.close_connection = True
         done = {"id": "chatcmpl-gw", "object": "chat.completion.chunk", "created": 1, "model": "gw",
                 "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        self.wfile.write(b"data: " + json.dumps(done).encode() + b"\n\ndata: [DONE]\n\n")
-        self.close_connection = True
+        try:
+            for n in range(count):
+                self.wfile.write(_event(f"t{n} "))
+                self.wfile.flush()
+                time.sleep(pause)
+            self.wfile.write(b"data: " + json.dumps(done).encode() + b"\n\ndata: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.gateway.released.append(time.monotonic())  # the proxy hung up
 
     def _silent(self) -> None:
         while True:  # until the proxy hangs up

@@ -162,6 +162,9 @@ class Forwarder:
         try:
             done, _ = await asyncio.wait({exchange, watcher}, timeout=max(0.0, deadline - time.monotonic()),
                                          return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # this request itself cancelled (the grace period ran out): its upstream request too
+            exchange.cancel()
+            raise
         finally:
             watcher.cancel()
         if exchange in done or progress.complete:  # a complete response also ends the watcher

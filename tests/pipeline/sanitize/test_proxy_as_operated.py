@@ -201,3 +201,23 @@ def test_sigterm_lets_the_stream_in_flight_finish_whole_then_exits_0(gateway: Ga
     assert '"status":200' in line
     assert '"finish":"stop"' in line
     assert "Traceback" not in cli.stderr_path.read_text()
+
+
+def test_past_the_grace_period_the_stream_is_cut_and_the_proxy_still_exits_0(gateway: Gateway, tmp_path: Path) -> None:
+    cli = Cli(gateway.base_url, tmp_path / "stderr", "--grace-period", "1")
+    try:
+        with httpx.stream("POST", f"{cli.url}/v1/chat/completions", json=_chat("events:40:0.25", True),
+                          headers={"authorization": f"Bearer {CLIENT_KEY}"}, timeout=30) as response:
+            pieces = response.iter_raw()
+            body = next(pieces)
+            cli.process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            rest: list[bytes] = []
+            with pytest.raises(httpx.RemoteProtocolError):  # cut: the body's end never came
+                rest.extend(pieces)
+            body += b"".join(rest)
+        assert cli.process.wait(timeout=20) == 0
+        assert time.monotonic() - signalled < 8
+        assert b"[DONE]" not in body
+    finally:
+        cli.close()
