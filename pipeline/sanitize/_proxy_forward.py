@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import httpx
 
-from operators import Code
+from operators import Code, LlmStreamError
 from operators.extend import OWN_ERROR_TYPE
 
 from ._proxy_config import ProxyConfig
@@ -43,7 +43,7 @@ _RESPONSE_DROPPED = frozenset({
 })
 
 
-class Refused(Exception):
+class Refused(LlmStreamError):
     """A request answered by the proxy itself, before (or instead of) the upstream."""
 
     def __init__(self, status: int, code: str, message: str, *, reason: str, headers: tuple[tuple[str, str], ...] = ()):
@@ -51,7 +51,7 @@ class Refused(Exception):
         self.status, self.code, self.reason, self.headers = status, code, reason, headers
 
 
-class _ClientGone(Exception):
+class _ClientGone(LlmStreamError):
     """The client hung up (while sending its body)."""
 
 

@@ -21,6 +21,8 @@ from urllib.parse import unquote
 
 import attrs
 
+from operators import LlmStreamError
+
 __all__ = ["ALLOWED", "KEY_HEADERS", "Keys", "OutsideBase", "bearer", "forwarded_headers", "upstream_path"]
 
 ALLOWED = frozenset({
@@ -45,7 +47,7 @@ NEVER = frozenset({
 """Dropped whatever ``--forward-headers`` says (and so is every ``x-forwarded-*``)."""
 
 
-class OutsideBase(ValueError):
+class OutsideBase(LlmStreamError, ValueError):
     """The request's path leaves the upstream's base path (``/v1/%2e%2e/x``)."""
 
 
