@@ -21,6 +21,8 @@ from ._stage import BaseStage
 __all__ = ["SseFraming", "quote"]
 
 _BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+_NO_DATA = (b"", _DONE)  # after the end: an empty data line or a terminator is nothing unread
 
 
 def quote(payload: bytes, limit: int = 120) -> str:
@@ -154,6 +156,9 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.data.clear()
         self.open_bytes = 0
 
+    END_NAME = "[DONE]"
+    """What ends the format's stream, as ``payload-after-done`` names it."""
+
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         raise NotImplementedError
 
@@ -181,10 +186,15 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.dispatch(payload, out)
 
     def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
-        remaining.append(rest)
-        if any(line[:5] == b"data:" for line in remaining):
+        """Data already received after the end is reported (``payload-after-done``), except an empty ``data:`` line
+        and a ``data: [DONE]``, whole or cut by the read: a terminator after a format's own end event (Messages'
+        ``message_stop``, Responses' terminal event) is not data, so the output never depends on how it was split
+        (decision 0043)."""
+        if any(line[:5] == b"data:" and line[5:].strip() not in _NO_DATA for line in remaining) or (
+            rest[:5] == b"data:" and not _DONE.startswith(rest[5:].strip())  # a [DONE] cut by the read is no data
+        ):
             out.insert(
                 len(out) - 1,
-                Anomaly("payload-after-done", None, "data arrived after [DONE]; it was not read"),
+                Anomaly("payload-after-done", None, f"data arrived after {self.END_NAME}; it was not read"),
             )
 

@@ -1,8 +1,8 @@
 """``map_usage``: a wire usage object to the disjoint ``Usage`` of the protocol (docs/protocol.md); ``merge_usage``:
 usage split over several chunks, field by field (docs/decisions/0012-usage-merge.md).
 
-    input_tokens       = prompt_tokens - cache_read - cache_write   (uncached input only)
-    output_tokens      = completion_tokens
+    input_tokens       = prompt_tokens - cache_read - cache_write   (uncached input only); only if prompt is known
+    output_tokens      = completion_tokens; only if known (an absent or invalid count is None, never 0: 0046)
     cache_read_tokens  = prompt_tokens_details.cached_tokens, else prompt_cache_hit_tokens (DeepSeek); only if known
     cache_write_tokens = prompt_tokens_details.cache_write_tokens (OpenRouter); only if known
     reasoning_tokens   = completion_tokens_details.reasoning_tokens; only if known
@@ -68,11 +68,11 @@ def checked_usage(wire: WireUsage) -> tuple[Usage, list[str]]:
         if completion_details is not None
         else None
     )
-    input_tokens = (prompt or 0) - (cache_read or 0) - (cache_write or 0)
-    if input_tokens < 0:
-        dropped.append(f"cache counts {(cache_read or 0) + (cache_write or 0)} > prompt_tokens={prompt or 0}")
+    input_tokens = None if prompt is None else prompt - (cache_read or 0) - (cache_write or 0)
+    if prompt is not None and input_tokens is not None and input_tokens < 0:
+        dropped.append(f"cache counts {(cache_read or 0) + (cache_write or 0)} > prompt_tokens={prompt}")
         cache_read = cache_write = None
-        input_tokens = prompt or 0
+        input_tokens = prompt
 
     total: int | None = None
     if prompt is not None and completion is not None:  # an absent count is not a known count
@@ -83,7 +83,7 @@ def checked_usage(wire: WireUsage) -> tuple[Usage, list[str]]:
 
     usage = Usage(
         input_tokens=input_tokens,
-        output_tokens=completion or 0,
+        output_tokens=completion,
         total_tokens=total,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,

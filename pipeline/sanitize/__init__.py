@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .._faces import publish as _publish
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
 from ._proxy_config import ProxyConfig
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "Sanitizer", "SanitizingTransport",
            "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = {"Proxy": "._proxy_server", "create_proxy_app": "._proxy_app", "run_proxy": "._proxy_server"}
 _SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
@@ -49,6 +52,7 @@ def __getattr__(name: str) -> object:
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
+    _publish(globals(), [name])
     return value
 
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import F, delta, finish, of_type, run, sse, usage
+from corpus import PEER_STREAMS
 
 import pipeline
 from operators._usage import MAX_COUNT
 
-REPO = Path(__file__).resolve().parents[2]
-PEERS = Path(os.environ.get("LLM_STREAM_PEERS", REPO.parent / "shared/fixtures/sse/peers"))
+PEERS = PEER_STREAMS
 
 
 def _usage_of(data: bytes) -> dict[str, Any]:
@@ -37,7 +36,7 @@ def test_an_invalid_prompt_count_is_dropped_with_an_anomaly(wire: str, shown: st
     trailing = '{"choices": [], "usage": {"prompt_tokens": ' + wire + ', "completion_tokens": 2}}'
     data = sse(F, delta(content="x"), finish("stop"), trailing)
 
-    assert _usage_of(data) == {"input_tokens": 0, "output_tokens": 2}
+    assert _usage_of(data) == {"output_tokens": 2}  # the invalid count absent, never 0 (decision 0046)
     [anomaly] = [a for a in _anomalies(data) if a["kind"] == "invalid-usage"]
     assert f"prompt_tokens={shown}" in anomaly["detail"]
 
@@ -52,7 +51,7 @@ def test_counts_that_once_summed_to_minus_infinity_give_strict_json() -> None:
 
     for chunk in pipeline.collect(data, anomalies=True):
         json.dumps(chunk.to_json(), allow_nan=False)  # raises on -Infinity
-    assert _usage_of(data) == {"input_tokens": 0, "output_tokens": 1}
+    assert _usage_of(data) == {"output_tokens": 1}
 
 
 def test_a_number_beyond_the_float_range_is_a_malformed_response() -> None:
