@@ -85,8 +85,8 @@ class _ParseMessages(SseFraming):
     __slots__ = ("blocks", "finish", "message_id", "started", "usage")
     END_NAME = "message_stop"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.blocks: dict[int, Block] = {}
         self.usage: dict[str, Any] = {}
         self.finish: str | None = None
@@ -195,7 +195,8 @@ class _ParseMessages(SseFraming):
             if given not in (None, {}, "", []):
                 state.whole = compact(given)
         elif kind == "server":
-            out.append(Anomaly("server-tool", index, f"server-side {block_type}: {server_tool_name(block)}"))
+            named = f"server-side {str(block_type)[:60]}: {server_tool_name(block)[:120]}"
+            out.append(Anomaly("server-tool", index, named))
         else:
             out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
 
@@ -336,12 +337,12 @@ class _ParseMessages(SseFraming):
     }
 
 
-def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def messages_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
-    return _ParseMessages(limits)
+    return _ParseMessages(limits, comments=comments)
 
 
-def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
     Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event.
 
@@ -367,4 +368,4 @@ def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Si
     The format: docs/formats/messages.md; decision note: docs/decisions/0024-messages-format.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

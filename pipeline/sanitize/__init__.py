@@ -4,7 +4,8 @@ LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (`
 and prometheus-client).
 
 Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
-sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md) and leave retrying to the client
+sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
+``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
 (docs/decisions/0033-one-retry-layer.md); everything else passes through untouched. ``Sanitizer`` and
 ``OpenAIEncoder`` (the earlier re-encoding of the operators' chunks as OpenAI SSE) remain for callers that want a
 stream rewritten from chunks.
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING
 from .._faces import publish as _publish
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
+from ._messages_repair import MessagesRepair
 from ._proxy_config import ProxyConfig
 from ._repair import StreamRepair
+from ._responses_repair import ResponsesRepair
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
@@ -27,8 +30,8 @@ if TYPE_CHECKING:
     from ._proxy_app import create_proxy_app
     from ._proxy_server import Proxy, run_proxy
 
-__all__ = ["ChatRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "Sanitizer", "SanitizingTransport",
-           "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "ResponsesRepair",
+           "Sanitizer", "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 

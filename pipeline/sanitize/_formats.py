@@ -12,13 +12,23 @@ import msgspec
 from operators import Limits
 
 from ._chat_repair import ChatRepair
+from ._messages_repair import MessagesRepair, messages_error_body
 from ._repair import ErrorBody, StreamRepair, openai_error_body
+from ._responses_repair import ResponsesRepair, responses_error_body
 
 __all__ = ["STREAM_FORMATS", "StreamFormat", "streamed_format"]
 
 
 def _chat(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
     return ChatRepair(limits=limits, api_key=api_key, strict=strict)
+
+
+def _messages(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
+    return MessagesRepair(limits=limits, api_key=api_key, strict=strict)
+
+
+def _responses(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
+    return ResponsesRepair(limits=limits, api_key=api_key, strict=strict)
 
 
 @attrs.frozen
@@ -38,7 +48,11 @@ class StreamFormat:
         return repair
 
 
-STREAM_FORMATS: tuple[StreamFormat, ...] = (StreamFormat("chat", "/chat/completions", _chat, openai_error_body),)
+STREAM_FORMATS: tuple[StreamFormat, ...] = (
+    StreamFormat("chat", "/chat/completions", _chat, openai_error_body),
+    StreamFormat("messages", "/messages", _messages, messages_error_body),
+    StreamFormat("responses", "/responses", _responses, responses_error_body),
+)
 
 
 class _Streamed(msgspec.Struct):
