@@ -24,10 +24,8 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   valid output count is reported only as ``invalid-usage``, never as 0/0 (decision 0046). Only choice 0 is the
   message; other choices (``n`` > 1) are reported as ``extra-choice``.
 
-Marble (``c1`` opens call a/Glob, ``c2`` repeats the name as ``""``)::
-
-    in:   --[c1]------------------------[c2]--------------------------|
-    out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']--|
+The marble diagram is on the factory: ``help(operators.coalesce_identity)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -272,5 +270,20 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
 
 
 def coalesce_identity() -> Rule:
-    """Wire chunks to block-level events with settled identity (see the module docstring)."""
+    """Which block each fragment belongs to, and each tool call's identity. ``id``/``name`` are accepted only as
+    non-empty strings and never concatenated::
+
+        in:   --[call0 id=a name=Glob args='']--[call0 id='' name=null args='{}']--|
+        out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']------|
+
+    Guarantees: first non-empty id and name win, ``""``/``null``/non-strings are ignored (reported), a conflicting name
+    keeps the first; calls correlated by wire index, a new id at a used index is a new call (Ollama), an index-less
+    delta joins the call its id names or the latest call; block indices 0, 1, 2, ... shared by all kinds, in order of
+    first appearance; reasoning before content before tool calls within a delta; one text block and one reasoning block;
+    the first ``reasoning_content: ""`` opens nothing; ``reasoning_content``, else ``reasoning``, else (only when
+    neither is present) ``reasoning_details[].text``; Mistral's list content split into text and thinking; only choice 0
+    is the message (``extra-choice``); usage from ``usage``, else ``x_groq.usage``.
+
+    Decision notes: docs/decisions/0002-coalesce-identity.md, docs/decisions/0010-corpus-extensions.md.
+    """
     return stage_operator(_CoalesceIdentity)

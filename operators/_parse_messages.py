@@ -37,24 +37,8 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
 - A payload of another wire format (a chat-completions chunk: an object with ``choices`` and no ``type``; a
   Responses event: ``type`` ``response.*``) is ``MALFORMED_RESPONSE`` naming the format seen (decision 0045).
 
-Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
-
-    bytes:  --s--t-----m--x--|
-    out:    --[]-[c]---[]-[c(finish, usage), Done]|
-
-Marble (``d`` ``data: [DONE]`` where ``message_stop`` is missing; ``a`` an anomaly)::
-
-    bytes:  --s--t-----m--d--|
-    out:    --[]-[c]---[]-[a(missing-message-stop), c(finish, usage), Done]|
-    bytes:  --s--t--d--|                                   (no stop reason yet)
-    out:    --[]-[c]-[c(usage), Halt(STREAM_CLOSED)]|
-
-Marble (a malformed payload ``?``, then a second message ``s2`` inside the open ``s1``)::
-
-    bytes:  --s--t--?--|
-    out:    --[]-[c]-[c(usage), Halt(MALFORMED_RESPONSE)]|
-    bytes:  --s1--t--s2--|
-    out:    --[]--[c]-[a(message-restarted), c(usage), Halt(STREAM_CLOSED)]|
+The marble diagram is on the factory: ``help(operators.parse_messages_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -359,6 +343,32 @@ def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
 
 def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
-    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event."""
+    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event.
+
+    Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
+
+        bytes:  --s--t-----m--x--|
+        out:    --[]-[c]---[]-[c(finish, usage), Done]|
+
+    ``data: [DONE]`` where ``message_stop`` is missing (``d``; ``a`` an anomaly) ends the stream as the end of the
+    bytes would (decision 0043)::
+
+        bytes:  --s--t-----m--d--|
+        out:    --[]-[c]---[]-[a(missing-message-stop), c(finish, usage), Done]|
+        bytes:  --s--t--d--|                                   (no stop reason yet)
+        out:    --[]-[c]-[c(usage), Halt(STREAM_CLOSED)]|
+
+    The usage comes before every failure (a malformed payload ``?``), and a second message ``s2`` inside the open
+    ``s1`` is a cut stream (decisions 0043, 0044)::
+
+        bytes:  --s--t--?--|
+        out:    --[]-[c]-[c(usage), Halt(MALFORMED_RESPONSE)]|
+        bytes:  --s1--t--s2--|
+        out:    --[]--[c]-[a(message-restarted), c(usage), Halt(STREAM_CLOSED)]|
+
+    The format: docs/formats/messages.md; decision notes: docs/decisions/0024-messages-format.md,
+    docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0044-second-message-start.md,
+    docs/decisions/0045-items-and-streams-not-retried.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))

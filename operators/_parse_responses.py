@@ -32,20 +32,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   another format (a chat-completions chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming the format seen
   (decision 0045), never a retried ``STREAM_CLOSED``.
 
-Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
-
-    bytes:  --"data: {t}\\n\\nda"--"ta: {C}\\n\\n"--|
-    out:    --[c]------------------[c(stop, usage), D]|
-
-Marble (``d`` ``data: [DONE]`` before the terminal event; ``h`` a chat-completions chunk; ``s`` a client
-``tool_search_call`` added, ``a`` an anomaly)::
-
-    bytes:  --t--d--t--|
-    out:    --[c]-[Halt(STREAM_CLOSED)]|
-    bytes:  --h--|
-    out:    --[Halt(MALFORMED_RESPONSE "a chat-completions stream read as ...")]|
-    bytes:  --s--C--|
-    out:    --[a(unsupported-item)]-[c(usage), Halt(UNSUPPORTED_OUTPUT)]|
+The marble diagram is on the factory: ``help(operators.parse_responses_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -321,7 +309,27 @@ def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
 
 
 def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done |
-    Halt | Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    r"""Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
+    Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``).
+
+    Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
+
+        bytes:  --"data: {t}\n\nda"--"ta: {C}\n\n"--|
+        out:    --[c]------------------[c(stop, usage), D]|
+
+    ``data: [DONE]`` before the terminal event (``d``) ends the stream there (decision 0043); a chat-completions
+    chunk (``h``) is a stream of another format, named, not retried; a ``tool_search_call`` the client runs (``s``;
+    ``a`` an anomaly) is an item the client must act on (decision 0045)::
+
+        bytes:  --t--d--t--|
+        out:    --[c]-[Halt(STREAM_CLOSED)]|
+        bytes:  --h--|
+        out:    --[Halt(MALFORMED_RESPONSE "a chat-completions stream read as ...")]|
+        bytes:  --s--C--|
+        out:    --[a(unsupported-item)]-[c(usage), Halt(UNSUPPORTED_OUTPUT)]|
+
+    The format: docs/formats/responses.md; decision notes: docs/decisions/0025-responses-format.md,
+    docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0045-items-and-streams-not-retried.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))

@@ -27,18 +27,8 @@ Rule (docs/decisions/0001-parse-sse.md):
   A payload nested too deep is ``MALFORMED_RESPONSE``. Framing is linear: an open line is kept as a list of pieces,
   joined once when it ends.
 
-Marble (one batch per read; ``c`` a WireChunk, ``D`` Done)::
-
-    bytes:  --"data: {..}\\n\\nda"--"ta: [DONE]\\n\\n"--|
-    out:    --[c]-------------------[D]|
-
-Marble (``m`` a Messages ``message_start``; ``u`` a chunk with usage ``{"input_tokens":12,"output_tokens":34}``,
-``k`` one with ``{"tokens":5}``; ``a`` an anomaly)::
-
-    bytes:  --m--|
-    out:    --[Halt(MALFORMED_RESPONSE "a Messages (Anthropic-style) stream read as ...")]|
-    bytes:  --u------------------------k-----------------------------|
-    out:    --[c(usage prompt 12, completion 34)]--[a(unknown-usage), c(no usage)]|
+The marble diagram is on the factory: ``help(operators.parse_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -147,8 +137,43 @@ def chat_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
 
 
 def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
-    ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+    r"""Bytes split anywhere to typed wire values; ``[DONE]`` to ``Done``; malformed payloads, in-band errors and a cut
+    stream to ``Halt``::
+
+        bytes: --"data: {c}\n\nda"--"ta: [DONE]\n\n"--|
+        out:   --[c]-------------------[Done]|
+
+    Guarantees: any split of the bytes gives the same values (inside a UTF-8 character, between ``\r`` and ``\n``),
+    failures included, except the diagnostic ``payload-after-done`` anomaly, which reports only what arrived in the read
+    carrying ``[DONE]`` (the reading stops there); WHATWG framing (LF/CR/CRLF, BOM, comments reported as ``comment``
+    anomalies, ``data:`` with or without a space, multi-line data); each payload decoded once into a typed
+    ``WireChunk``; a payload that is not JSON or has the wrong shape is ``Halt(MALFORMED_RESPONSE)`` quoting its first
+    120 characters; a top-level ``error`` (even with ``choices``) or an ``event: error`` is a ``Halt`` classified like
+    an in-band error; the end of the bytes before ``[DONE]`` is ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was
+    seen (then a synthetic ``Done`` and a ``missing-done`` anomaly); nothing after ``[DONE]`` is read, and the upstream
+    is disposed at once. A payload of another format (a Messages or Responses event, ``m``) is
+    ``Halt(MALFORMED_RESPONSE)`` naming it (decision 0045); a ``usage`` in Anthropic's keys (``u``) is read, one the
+    library cannot read (``k``) is no usage and an ``unknown-usage`` anomaly ``a``, never 0/0 (decision 0046)::
+
+        bytes: --m--|
+        out:   --[Halt(MALFORMED_RESPONSE "a Messages (Anthropic-style) stream read as ...")]|
+        bytes: --u-------------------------------k----------------------------|
+        out:   --[c(usage: prompt 12, completion 34)]--[a(unknown-usage), c(no usage)]|
+
+    Limits (``parse_sse(limits)``): one SSE line (field name included, line end excluded) is counted while it is still
+    open, and one event's joined ``data`` (values plus the ``\n`` between them) as each data line arrives; past
+    ``limits.max_event_bytes`` (1 MiB) it emits ``Halt(LIMIT_EXCEEDED)`` naming ``max_event_bytes``, the count and "one
+    SSE line" / "one SSE event", drops what it buffered and finishes (the upstream is disposed; later reads are ignored
+    without being stored). A payload nested deeper than the decoder allows is ``Halt(MALFORMED_RESPONSE)``; the events
+    before it in the same read are emitted. Framing is linear in the length of a line: the pieces of an open line are
+    kept in a list and joined once when the line ends.
+
+    Type: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
+
+    Decision notes: docs/decisions/0001-parse-sse.md, docs/decisions/0007-typed-wire-decoding.md,
+    docs/decisions/0009-in-band-errors.md, docs/decisions/0014-limits.md,
+    docs/decisions/0045-items-and-streams-not-retried.md, docs/decisions/0046-usage-in-other-keys.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseSse(chosen), accepts=(bytes, bytearray, memoryview))
 

@@ -17,6 +17,7 @@ classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``re
 
 from ._block_texts import BlockTexts
 from ._chunks import CHUNK_TYPES
+from ._faces import publish as _publish
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
 from ._provider_errors import (
@@ -41,7 +42,7 @@ from ._signals import (
     ToolFragment,
     UsageSeen,
 )
-from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage, subscribing_stages
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stages
 
 __all__ = [
     "CHUNK_TYPES",
@@ -72,6 +73,7 @@ __all__ = [
     "parse_retry_after",
     "request_id_from",
     "stage_operator",
-    "subscribing_stage",
     "subscribing_stages",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

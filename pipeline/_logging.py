@@ -29,9 +29,11 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 
-from reactivex import Observable, abc
+from reactivex import Observable
 
 from operators import Anomaly, Chunk, Failure, Finish, Retry
+
+from ._chunk_stage import ChunkStage, chunk_operator
 
 __all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets", "register_secret"]
 
@@ -188,6 +190,22 @@ class _Tap:
             self.log(level, f"the request {verb}{attempts}: {_failure_text(reason.failure)}")
 
 
+class _TapStage(ChunkStage[Chunk, Chunk]):
+    __slots__ = ("pass_anomalies", "tap")
+
+    def __init__(self, tap: _Tap, pass_anomalies: bool) -> None:
+        self.tap = tap
+        self.pass_anomalies = pass_anomalies
+
+    def on_item(self, item: Chunk, out: list[Chunk]) -> None:
+        try:
+            self.tap.on_next(item)
+        except Exception:  # logging never changes the stream
+            logging.getLogger(ROOT).debug("logging a chunk failed", exc_info=True)
+        if self.pass_anomalies or not isinstance(item, Anomaly):
+            out.append(item)
+
+
 def log_chunks(
     logger: logging.Logger, *, api_key: str | None = None, pass_anomalies: bool = True
 ) -> Callable[[Observable[Chunk]], Observable[Chunk]]:
@@ -198,22 +216,4 @@ def log_chunks(
     register_secret(api_key)
     secrets = (api_key,) if api_key and len(api_key) >= MIN_SECRET_CHARS else ()
 
-    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            tap = _Tap(logger, secrets)
-
-            def on_next(chunk: Chunk) -> None:
-                try:
-                    tap.on_next(chunk)
-                except Exception:  # logging never changes the stream
-                    logging.getLogger(ROOT).debug("logging a chunk failed", exc_info=True)
-                if pass_anomalies or not isinstance(chunk, Anomaly):
-                    observer.on_next(chunk)
-
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _TapStage(_Tap(logger, secrets), pass_anomalies))

@@ -28,12 +28,6 @@ from pipeline.emulator import Emulator
 ROOT = Path(__file__).parents[1]
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 

@@ -29,8 +29,7 @@ import re
 from collections.abc import Callable
 
 import attrs
-from reactivex import Observable, abc
-from reactivex.disposable import SingleAssignmentDisposable
+from reactivex import Observable
 
 from operators import (
     Anomaly,
@@ -46,6 +45,8 @@ from operators import (
     ToolCallBlock,
     ToolCallDelta,
 )
+
+from .._chunk_stage import ChunkStage, chunk_operator
 
 __all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact_key", "redact_text"]
 
@@ -115,7 +116,7 @@ def redact_text(text: str, api_key: str | None) -> str:
     return _Secret(api_key).whole(text)
 
 
-class _Redactor:
+class _Redactor(ChunkStage[Chunk, Chunk]):
     """Per-subscription state: the held-back tail of each streamed block, by index."""
 
     def __init__(self, secret: _Secret) -> None:
@@ -179,7 +180,14 @@ class _Redactor:
             redacted = attrs.evolve(block, text=exact(block.text.split(self.secret.key)))
         return attrs.evolve(chunk, block=redacted)
 
-    def on_chunk(self, chunk: Chunk, out: list[Chunk]) -> None:
+    def on_end(self, out: list[Chunk]) -> None:
+        self.release_all(out)
+
+    def on_failure(self, error: Exception, out: list[Chunk]) -> bool:
+        self.release_all(out)
+        return False
+
+    def on_item(self, chunk: Chunk, out: list[Chunk]) -> None:
         if isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
             self.streamed(chunk, out)
         elif isinstance(chunk, BlockEnd):
@@ -205,37 +213,4 @@ def redact_key(api_key: str | None) -> Callable[[Observable[Chunk]], Observable[
         return lambda source: source
     secret = _Secret(api_key)
 
-    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            state = _Redactor(secret)
-
-            def emit(out: list[Chunk]) -> None:
-                for item in out:
-                    observer.on_next(item)
-
-            def on_next(chunk: Chunk) -> None:
-                out: list[Chunk] = []
-                state.on_chunk(chunk, out)
-                emit(out)
-
-            def on_error(error: Exception) -> None:
-                out: list[Chunk] = []
-                state.release_all(out)
-                emit(out)
-                observer.on_error(error)
-
-            def on_completed() -> None:
-                out: list[Chunk] = []
-                state.release_all(out)
-                emit(out)
-                observer.on_completed()
-
-            subscription = SingleAssignmentDisposable()
-            subscription.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return subscription
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _Redactor(secret))

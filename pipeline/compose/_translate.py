@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reactivex import Observable, abc
+from reactivex import Observable
 
 from operators import (
     Anomaly,
@@ -36,6 +36,7 @@ from operators import (
 )
 from operators.extend import CHUNK_TYPES, Operator, StreamFailure
 
+from .._chunk_stage import ChunkStage, chunk_operator
 from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
 
@@ -51,54 +52,40 @@ def protocol_rules(limits: Limits | None = None) -> list[Rule]:
     return [coalesce_identity(), accumulate_arguments(limits), close_on_done(limits), classify_finish()]
 
 
+class _ToChunks(ChunkStage[Batch[Signal], Chunk]):
+    __slots__ = ("keep",)
+
+    def __init__(self, keep: tuple[type, ...]) -> None:
+        self.keep = keep
+
+    def on_item(self, item: Batch[Signal], out: list[Chunk]) -> None:
+        signal: Any
+        for signal in item:
+            if type(signal) in self.keep:
+                out.append(signal)
+                if type(signal) is Finish:
+                    self.finished = True
+                    return
+
+    def on_failure(self, error: Exception, out: list[Chunk]) -> bool:
+        if isinstance(error, StreamFailure):  # a chain without close_on_done: the source's own failure
+            aborted = error.failure.code == Code.ABORTED
+            out.append(Finish(FinishReason("aborted" if aborted else "error", error.failure)))
+            return True
+        _log.error("a rule raised %s after close_on_done: the response ends with UNKNOWN",
+                   type(error).__name__, exc_info=error)
+        out.append(Finish(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}")))
+        return True
+
+    def on_end(self, out: list[Chunk]) -> None:
+        out.append(Finish(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish")))
+
+
 def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
     """The last stage: batches to single public chunks (anomalies only when asked for), guaranteeing exactly one
     finish, last. An error that reached this point becomes an ``UNKNOWN`` error finish."""
     keep = CHUNK_TYPES if anomalies else tuple(t for t in CHUNK_TYPES if t is not Anomaly)
-
-    def operator(source: Observable[Batch[Signal]]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            finished = False
-
-            def on_next(batch: Batch[Signal]) -> None:
-                nonlocal finished
-                item: Any
-                for item in batch:
-                    if finished:
-                        return
-                    if type(item) in keep:
-                        observer.on_next(item)
-                        if type(item) is Finish:
-                            finished = True
-                            observer.on_completed()
-
-            def end(reason: FinishReason) -> None:
-                nonlocal finished
-                if finished:
-                    return
-                finished = True
-                observer.on_next(Finish(reason))
-                observer.on_completed()
-
-            def on_error(error: Exception) -> None:
-                if isinstance(error, StreamFailure):  # a chain without close_on_done: the source's own failure
-                    aborted = error.failure.code == Code.ABORTED
-                    end(FinishReason("aborted" if aborted else "error", error.failure))
-                    return
-                _log.error("a rule raised %s after close_on_done: the response ends with UNKNOWN",
-                           type(error).__name__, exc_info=error)
-                end(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
-
-            def on_completed() -> None:
-                end(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish"))
-
-            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _ToChunks(keep))
 
 
 def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Observable[Batch[Signal]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .._faces import publish as _publish
 from ._encode import OpenAIEncoder, usage_json
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Mode", "OpenAIEncoder", "Proxy", "Sanitizer", "SanitizingTransport", "create_proxy_app", "run_proxy",
            "usage_json"]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
 
@@ -40,6 +43,7 @@ def __getattr__(name: str) -> object:
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
+    _publish(globals(), [name])
     return value
 
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import F, delta, finish, of_type, run, sse, usage
+from corpus import PEER_STREAMS
 
 import pipeline
 from operators._usage import MAX_COUNT
 
-REPO = Path(__file__).resolve().parents[2]
-PEERS = Path(os.environ.get("LLM_STREAM_PEERS", REPO.parent / "shared/fixtures/sse/peers"))
+PEERS = PEER_STREAMS
 
 
 def _usage_of(data: bytes) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,12 +52,6 @@ def logged(caplog: pytest.LogCaptureFixture) -> str:
     """Every log record's text, traceback included, except httpcore's DEBUG trace of the raw response headers."""
     formatter = logging.Formatter()
     return "\n".join(formatter.format(r) for r in caplog.records if not r.name.startswith("httpcore"))
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[LeakyGateway]:
-    with LeakyGateway() as gw:
-        yield gw
 
 
 @pytest.fixture

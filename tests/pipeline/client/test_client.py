@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import attrs
 import httpx
@@ -38,20 +38,6 @@ from operators import Batch, Chunk, Code, Retry, RetryPolicy, Rule, Signal, Text
 from operators.extend import map_items
 from pipeline.compose import protocol_rules
 from pipeline.emulator import Emulator
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def fresh_emu() -> Iterator[Emulator]:
-    """An emulator of its own, for counting disconnects without another test's late one."""
-    with Emulator() as emulator:
-        yield emulator
-
 
 # --------------------------------------------------------------------------------------------------- retries
 

@@ -4,7 +4,6 @@ every fault profile ends as the chat-completions one does, and a refusal is retr
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -41,12 +40,6 @@ CASES = [
     ("responses", "late-id", "", PARIS, "tool-calls", None),
     ("responses", "rotated-ids", HELLO, PARIS, "tool-calls", None),
 ]
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator() as emulator:
-        yield emulator
 
 
 async def complete(emu: Emulator, api: str, profile: str, **headers: str) -> AssistantMessage:

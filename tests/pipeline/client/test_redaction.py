@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -169,12 +169,6 @@ def test_text_without_the_key_passes_unchanged(text: str, cuts: list[int]) -> No
 
 
 # -- ChatClient against a gateway that echoes the key ---------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[LeakyGateway]:
-    with LeakyGateway() as gw:
-        yield gw
 
 
 def _client(gateway: LeakyGateway, case: str) -> ChatClient:

@@ -3,11 +3,9 @@ its shapes, the identity fields as the profile says, usage on every stream that 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
-from emulator_helpers import CLEAN, client
+from emulator_helpers import CLEAN
 from format_helpers import SseEvent, cut_body, events, post_format
 
 from pipeline.emulator import Emulator
@@ -26,18 +24,6 @@ NAMES = {
     "error",
 }
 USAGE_FIELDS = {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 def stream(http: httpx.Client, profile: str) -> list[SseEvent]:

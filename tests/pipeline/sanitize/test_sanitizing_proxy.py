@@ -26,12 +26,6 @@ FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50)
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
 def proxy(emu: Emulator) -> Iterator[Proxy]:
     with Proxy(emu.base_url, retry_policy=FAST) as running:
         yield running

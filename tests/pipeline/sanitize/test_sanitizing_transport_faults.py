@@ -8,7 +8,6 @@ import logging
 import re
 import socket
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,12 +18,6 @@ from pipeline.emulator import Emulator
 
 FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50, max_retries=2)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 def _fail_first(profile: str, then: str = "clean") -> dict[str, str]:
