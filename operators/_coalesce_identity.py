@@ -7,7 +7,9 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   ``non-string-identity``). Identity is never concatenated. A different non-empty name for an established call keeps
   the first (``conflicting-identity``): a call keeps the identity its first delta established.
 - Calls are correlated by wire ``index``, except that a non-empty id different from the one established at that index
-  starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A delta without ``index`` joins
+  starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A new wire index is always a
+  new call: an id another call already owns is refused there (``duplicate-id``; the call stays unidentified and the
+  response ends ``MALFORMED_TOOL_CALL``), so two calls claiming one id are never merged. A delta without ``index`` joins
   the call its non-empty id names, else the most recent call (``missing-index``). A sparse first index is fine.
 - Blocks get indices 0, 1, 2, ... in order of first appearance, one counter shared by text, reasoning and tool calls.
 - Reasoning (docs/decisions/0002-coalesce-identity.md, docs/decisions/0010-corpus-extensions.md):
@@ -135,8 +137,10 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         if usage is None and chunk.x_groq is not None:
             usage = chunk.x_groq.usage
         if usage is not None:
-            self.usage = merged = merge_usage(self.usage, usage)
+            kept: list[str] = []
+            self.usage = merged = merge_usage(self.usage, usage, kept)
             mapped, dropped = checked_usage(merged)
+            dropped = [f"{count} (the earlier valid count kept)" for count in kept] + dropped
             if dropped:
                 out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
             if not dropped or counts_anything(merged):  # no valid count at all is no usage, never 0/0 (0046)
@@ -215,11 +219,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
     def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
         if wire_index is not None:
             call = self.by_wire_index.get(wire_index)
-            if call is None:
-                call = self.by_id.get(new_id) if new_id is not None else None
-                if call is None:
-                    call = self._new_call(wire_index, out)
-                self.by_wire_index[wire_index] = call
+            if call is None:  # a new wire index is a new call, even with an id another call owns (then refused)
+                call = self.by_wire_index[wire_index] = self._new_call(wire_index, out)
             elif new_id is not None and call.id is not None and call.id != new_id:
                 known = self.by_id.get(new_id)
                 if known is not None:

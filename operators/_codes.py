@@ -21,7 +21,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
         ├── HTTP_<status> ......... any other non-2xx status
         ├── MALFORMED_RESPONSE .... a payload that is not JSON or has the wrong shape; a non-SSE 2xx body; a
         │                           stream of another wire format than the one read (named in the message)
-        ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, arguments, text, calls, error body)
+        ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, ignored lines, arguments, text, ...)
         ├── CONTENT_FILTER ........ finish_reason "content_filter"
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
         ├── PAUSE_TURN ............ a Messages stop_reason "pause_turn": the provider paused a long server-tool turn
@@ -115,8 +115,8 @@ _ROWS = (
     ),
     CodeInfo(Code.LIMIT_EXCEEDED,
         False,
-        "one SSE line or event, one call's arguments, the response's text, its tool calls or an error body crossed "
-        "its Limits value; the message names the limit and the value",
+        "one SSE line or event, the lines carrying nothing, one call's arguments, the response's text, its tool "
+        "calls or an error body crossed its Limits value; the message names the limit and the value",
     ),
     CodeInfo(Code.CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
     CodeInfo(Code.REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),

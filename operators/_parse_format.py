@@ -12,6 +12,8 @@ With no format given, the bytes are held until the first event that says which i
 ``response.*`` for Responses), else the first ``data:`` payload's ``type``; a payload without one (``choices``,
 ``[DONE]``, ``{"error": ...}``) is chat. Undecided when the bytes end (or past ``max_event_bytes`` of them): chat. The
 chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
+Detection is linear: each read's complete lines are looked at once (a long head of comment lines is not scanned
+again on every read).
 
 The marble diagram is on the factory: ``help(operators.parse_stream)`` (docs/operators.md is generated from
 the factories' docstrings).
@@ -37,7 +39,8 @@ __all__ = ["FORMATS", "PARSERS", "PARSER_RECORDS", "Format", "WireParser", "dete
 
 Format: TypeAlias = Literal["chat", "messages", "responses"]
 
-ParserStage = Callable[[Limits], BaseStage[bytes, Signal]]
+ParserStage = Callable[..., BaseStage[bytes, Signal]]
+"""``factory(limits, *, comments=False)``: a fresh parsing stage (``comments``: report comment lines as anomalies)."""
 
 _MESSAGES_TYPES = frozenset(
     {
@@ -112,8 +115,11 @@ def _of_payload(value: bytes) -> Format | None:
 
 def detect_format(head: bytes) -> Format | None:
     """The format the first telling event of ``head`` names, or ``None`` while its complete lines say nothing."""
-    lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    for line in lines[:-1]:  # the last one may be incomplete
+    text = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    start = 0
+    while (end := text.find(b"\n", start)) != -1:  # the last line may be incomplete: never looked at
+        line = text[start:end] if text[start : start + 1] != b":" else b""  # a comment line costs nothing
+        start = end + 1
         if line.startswith(b"event:"):
             owner = _owner(line[6:].strip())
             if owner is not None:
@@ -128,17 +134,19 @@ def detect_format(head: bytes) -> Format | None:
 class _Detect(BaseStage[bytes, Signal]):
     """Holds the bytes until the format is known, then hands them and the rest to that format's parser."""
 
-    __slots__ = ("finished", "head", "inner", "limits")
+    __slots__ = ("comments", "finished", "head", "inner", "limits", "scanned")
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, comments: bool = False) -> None:
         self.limits = limits
+        self.comments = comments
         self.head = bytearray()
+        self.scanned = 0  # the head's bytes up to the end of its last complete line: already looked at
         self.inner: BaseStage[bytes, Signal] | None = None
         self.finished = False  # the inner parser's, copied after each call
 
     def _start(self, chosen: Format, out: list[Signal]) -> None:
         factory = PARSERS.get(chosen, chat_stage)
-        self.inner = factory(self.limits)
+        self.inner = factory(self.limits, comments=self.comments)
         held = bytes(self.head)
         self.head.clear()
         if held:
@@ -151,14 +159,27 @@ class _Detect(BaseStage[bytes, Signal]):
             self.finished = self.inner.finished
             return
         self.head += batch
-        chosen = detect_format(bytes(self.head))
+        chosen = self._scan(final=False)
         if chosen is None and len(self.head) <= self.limits.max_event_bytes:
             return
         self._start(chosen or "chat", out)
 
+    def _scan(self, *, final: bool) -> Format | None:
+        """Detection over the lines completed since the last read (all the rest when ``final``)."""
+        head = self.head
+        start = self.scanned
+        stop = min(len(head), self.limits.max_event_bytes + 1)  # past it detection gives up: never scanned
+        end = stop if final else max(head.rfind(b"\n", start, stop), head.rfind(b"\r", start, stop)) + 1
+        if end <= start:
+            return None
+        # a CR ending the previous scan may have been half of a CRLF: its LF then starts an empty line, telling nothing
+        fresh = bytes(head[start:end])
+        self.scanned = end
+        return detect_format(fresh if not final else fresh + b"\n")
+
     def on_end(self, out: list[Signal]) -> None:
         if self.inner is None:
-            self._start(detect_format(bytes(self.head) + b"\n") or "chat", out)
+            self._start(self._scan(final=True) or "chat", out)
         assert self.inner is not None
         if not self.inner.finished:
             self.inner.on_end(out)
@@ -170,9 +191,12 @@ class _Detect(BaseStage[bytes, Signal]):
         return self.inner.on_failure(error, out)
 
 
-def parse_stream(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_stream(
+    format: Format | None = None, limits: Limits | None = None, *, comments: bool = False
+) -> Operator[bytes, Batch[Signal]]:
     r"""Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
-    event names when ``format`` is None. ``ValueError`` for a format this build does not read.
+    event names when ``format`` is None. ``comments=True`` reports each comment line as a ``comment`` anomaly.
+    ``ValueError`` for a format this build does not read.
 
     Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
 
@@ -183,9 +207,9 @@ def parse_stream(format: Format | None = None, limits: Limits | None = None) -> 
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     if format is None:
-        return stage_operator(lambda: _Detect(chosen), accepts=(bytes, bytearray, memoryview))
+        return stage_operator(lambda: _Detect(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
     if format not in PARSERS:
         known = ", ".join(repr(name) for name in PARSERS)
         raise ValueError(f"format is one of {known} (or None to detect it), got {format!r}")
     factory = PARSERS[format]
-    return stage_operator(lambda: factory(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: factory(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -85,8 +85,8 @@ class _ParseMessages(SseFraming):
     __slots__ = ("blocks", "finish", "message_id", "started", "usage")
     END_NAME = "message_stop"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.blocks: dict[int, Block] = {}
         self.usage: dict[str, Any] = {}
         self.finish: str | None = None
@@ -195,7 +195,8 @@ class _ParseMessages(SseFraming):
             if given not in (None, {}, "", []):
                 state.whole = compact(given)
         elif kind == "server":
-            out.append(Anomaly("server-tool", index, f"server-side {block_type}: {server_tool_name(block)}"))
+            named = f"server-side {str(block_type)[:60]}: {server_tool_name(block)[:120]}"
+            out.append(Anomaly("server-tool", index, named))
         else:
             out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
 
@@ -336,12 +337,12 @@ class _ParseMessages(SseFraming):
     }
 
 
-def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def messages_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
-    return _ParseMessages(limits)
+    return _ParseMessages(limits, comments=comments)
 
 
-def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
     Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event.
 
@@ -350,16 +351,14 @@ def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Si
         bytes:  --s--t-----m--x--|
         out:    --[]-[c]---[]-[c(finish, usage), Done]|
 
-    ``data: [DONE]`` where ``message_stop`` is missing (``d``; ``a`` an anomaly) ends the stream as the end of the
-    bytes would (decision 0043)::
+    Marble (``d`` ``data: [DONE]`` where ``message_stop`` is missing; ``a`` an anomaly)::
 
         bytes:  --s--t-----m--d--|
         out:    --[]-[c]---[]-[a(missing-message-stop), c(finish, usage), Done]|
         bytes:  --s--t--d--|                                   (no stop reason yet)
         out:    --[]-[c]-[c(usage), Halt(STREAM_CLOSED)]|
 
-    The usage comes before every failure (a malformed payload ``?``), and a second message ``s2`` inside the open
-    ``s1`` is a cut stream (decisions 0043, 0044)::
+    Marble (a malformed payload ``?``, then a second message ``s2`` inside the open ``s1``)::
 
         bytes:  --s--t--?--|
         out:    --[]-[c]-[c(usage), Halt(MALFORMED_RESPONSE)]|
@@ -371,4 +370,4 @@ def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Si
     docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -70,6 +70,8 @@ __all__ = ["parse_responses_sse", "responses_stage"]
 _DONE = b"[DONE]"
 _OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_KIND_CHARS = 60  # an item or event type quoted in a message
+_KINDS_NAMED = 10  # unsupported item kinds named in the UNSUPPORTED_OUTPUT message (then "and N more kinds")
 
 
 class _ParseResponses(SseFraming):
@@ -78,12 +80,12 @@ class _ParseResponses(SseFraming):
     __slots__ = ("by_item_id", "calls", "reported", "unsupported")
     END_NAME = "the terminal event"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
-        self.unsupported: list[str] = []  # the kinds of client-side items the protocol cannot carry
+        self.unsupported: dict[str, None] = {}  # the kinds of client-side items the protocol cannot carry, in order
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
@@ -152,7 +154,8 @@ class _ParseResponses(SseFraming):
         if kind == "response.output_text.annotation.added":
             self._once("annotation", out, "annotation", "output_text annotations (citations) are not carried")
         else:
-            self._once(f"event-{kind}", out, "unknown-event", f"event {kind!r} not understood; ignored")
+            shown = kind[:_KIND_CHARS] if kind is not None else None
+            self._once(f"event-{shown}", out, "unknown-event", f"event {shown!r} not understood; ignored")
 
     # -- function_call items --------------------------------------------------------------------------------------
 
@@ -170,12 +173,12 @@ class _ParseResponses(SseFraming):
         elif kind not in _OWN_ITEMS and not done:
             if item.execution == "client":  # the client's to run (a tool_search_call...), never a server tool (0045)
                 kind = f"{kind[:60]} (execution client)"
+            shown = kind[:_KIND_CHARS]  # a kind is the server's string: quoted within a bound
             if kind in SERVER_TOOL_ITEMS:
-                out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
+                out.append(Anomaly("server-tool", None, f"server-side tool item {shown!r} (run by the provider)"))
             else:
-                out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
-                if kind not in self.unsupported:
-                    self.unsupported.append(kind[:80])
+                out.append(Anomaly("unsupported-item", None, f"output item {shown!r} is not a function call; ignored"))
+                self.unsupported[shown] = None
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
         item_id = non_empty(item.id)
@@ -271,7 +274,10 @@ class _ParseResponses(SseFraming):
     def _terminal(self, kind: str, response: ResponseObject | None, out: list[Signal]) -> None:
         if self.unsupported:
             self._usage(response, out)
-            items = ", ".join(self.unsupported)
+            kinds = list(self.unsupported)
+            items = ", ".join(kinds[:_KINDS_NAMED])
+            if len(kinds) > _KINDS_NAMED:
+                items += f" and {len(kinds) - _KINDS_NAMED} more kinds"
             message = f"the response asks the client to act on {items}; only function calls are assembled"
             return self._halt(Failure(Code.UNSUPPORTED_OUTPUT, message), out)
         if kind == "response.completed":
@@ -303,23 +309,24 @@ class _ParseResponses(SseFraming):
         self._halt(Failure(Code.STREAM_CLOSED, f"Responses stream ended before its terminal event{why}"), out)
 
 
-def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def responses_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Responses parsing stage (what ``parse_responses_sse`` runs per subscription)."""
-    return _ParseResponses(limits)
+    return _ParseResponses(limits, comments=comments)
 
 
-def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     r"""Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
-    Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``).
+    Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event, ``limits.max_ignored_lines``
+    the lines that carry nothing (``LIMIT_EXCEEDED``); ``comments=True`` reports each comment line as a
+    ``comment`` anomaly.
 
     Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
 
         bytes:  --"data: {t}\n\nda"--"ta: {C}\n\n"--|
         out:    --[c]------------------[c(stop, usage), D]|
 
-    ``data: [DONE]`` before the terminal event (``d``) ends the stream there (decision 0043); a chat-completions
-    chunk (``h``) is a stream of another format, named, not retried; a ``tool_search_call`` the client runs (``s``;
-    ``a`` an anomaly) is an item the client must act on (decision 0045)::
+    Marble (``d`` ``data: [DONE]`` before the terminal event; ``h`` a chat-completions chunk; ``s`` a client
+    ``tool_search_call`` added, ``a`` an anomaly)::
 
         bytes:  --t--d--t--|
         out:    --[c]-[Halt(STREAM_CLOSED)]|
@@ -332,4 +339,4 @@ def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[S
     docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -3,7 +3,9 @@
 Rule (docs/decisions/0001-parse-sse.md):
 
 - SSE framing per the WHATWG rules: LF, CR and CRLF line ends (a CRLF split across two reads is one line end); a
-  leading UTF-8 BOM is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies); ``data:`` with or
+  leading UTF-8 BOM is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies when
+  ``comments=True``; counted by ``limits.max_ignored_lines`` either way,
+  docs/decisions/0039-ignored-lines.md); ``data:`` with or
   without one space; several ``data:`` lines joined by ``\\n``; ``event:``, ``id:``, ``retry:`` understood; an event
   with no data dispatches nothing. The framing works on bytes and only splits at line-end bytes, so a UTF-8
   character split across reads is never cut.
@@ -131,34 +133,37 @@ class _ParseSse(SseFraming):
             out.append(Halt(Failure(Code.STREAM_CLOSED, "SSE stream ended without [DONE]")))
 
 
-def chat_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def chat_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh chat-completions parsing stage (what ``parse_sse`` runs per subscription)."""
-    return _ParseSse(limits)
+    return _ParseSse(limits, comments=comments)
 
 
-def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     r"""Bytes split anywhere to typed wire values; ``[DONE]`` to ``Done``; malformed payloads, in-band errors and a cut
     stream to ``Halt``::
 
         bytes: --"data: {c}\n\nda"--"ta: [DONE]\n\n"--|
         out:   --[c]-------------------[Done]|
 
+    Marble (``m`` a Messages ``message_start``; ``u`` a chunk with usage ``{"input_tokens":12,"output_tokens":34}``,
+    ``k`` one with ``{"tokens":5}``; ``a`` an anomaly)::
+
+        bytes:  --m--|
+        out:    --[Halt(MALFORMED_RESPONSE "a Messages (Anthropic-style) stream read as ...")]|
+        bytes:  --u------------------------k-----------------------------|
+        out:    --[c(usage prompt 12, completion 34)]--[a(unknown-usage), c(no usage)]|
+
     Guarantees: any split of the bytes gives the same values (inside a UTF-8 character, between ``\r`` and ``\n``),
     failures included, except the diagnostic ``payload-after-done`` anomaly, which reports only what arrived in the read
     carrying ``[DONE]`` (the reading stops there); WHATWG framing (LF/CR/CRLF, BOM, comments reported as ``comment``
-    anomalies, ``data:`` with or without a space, multi-line data); each payload decoded once into a typed
-    ``WireChunk``; a payload that is not JSON or has the wrong shape is ``Halt(MALFORMED_RESPONSE)`` quoting its first
-    120 characters; a top-level ``error`` (even with ``choices``) or an ``event: error`` is a ``Halt`` classified like
-    an in-band error; the end of the bytes before ``[DONE]`` is ``Halt(STREAM_CLOSED)``, unless a ``finish_reason`` was
-    seen (then a synthetic ``Done`` and a ``missing-done`` anomaly); nothing after ``[DONE]`` is read, and the upstream
-    is disposed at once. A payload of another format (a Messages or Responses event, ``m``) is
-    ``Halt(MALFORMED_RESPONSE)`` naming it (decision 0045); a ``usage`` in Anthropic's keys (``u``) is read, one the
-    library cannot read (``k``) is no usage and an ``unknown-usage`` anomaly ``a``, never 0/0 (decision 0046)::
-
-        bytes: --m--|
-        out:   --[Halt(MALFORMED_RESPONSE "a Messages (Anthropic-style) stream read as ...")]|
-        bytes: --u-------------------------------k----------------------------|
-        out:   --[c(usage: prompt 12, completion 34)]--[a(unknown-usage), c(no usage)]|
+    anomalies when ``comments=True``, ``data:`` with or without a space, multi-line data); each payload decoded once
+    into a typed ``WireChunk``; a payload that is not JSON or has the wrong shape is ``Halt(MALFORMED_RESPONSE)``
+    quoting its first 120 characters; a top-level ``error`` (even with ``choices``) or an ``event: error`` is a ``Halt``
+    classified like an in-band error; the end of the bytes before ``[DONE]`` is ``Halt(STREAM_CLOSED)``, unless a
+    ``finish_reason`` was seen (then a synthetic ``Done`` and a ``missing-done`` anomaly); nothing after ``[DONE]`` is
+    read, and the upstream is disposed at once. A payload of another format (a Messages or Responses event) is
+    ``Halt(MALFORMED_RESPONSE)`` naming it (decision 0045); a ``usage`` in Anthropic's keys is read, one the library
+    cannot read is no usage with an ``unknown-usage`` anomaly (decision 0046).
 
     Limits (``parse_sse(limits)``): one SSE line (field name included, line end excluded) is counted while it is still
     open, and one event's joined ``data`` (values plus the ``\n`` between them) as each data line arrives; past
@@ -166,7 +171,8 @@ def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
     SSE line" / "one SSE event", drops what it buffered and finishes (the upstream is disposed; later reads are ignored
     without being stored). A payload nested deeper than the decoder allows is ``Halt(MALFORMED_RESPONSE)``; the events
     before it in the same read are emitted. Framing is linear in the length of a line: the pieces of an open line are
-    kept in a list and joined once when the line ends.
+    kept in a list and joined once when the line ends. Lines that carry nothing (comments, unknown fields, blank
+    lines between events) are counted against ``limits.max_ignored_lines`` (``LIMIT_EXCEEDED``).
 
     Type: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
 
@@ -175,5 +181,5 @@ def parse_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
     docs/decisions/0045-items-and-streams-not-retried.md, docs/decisions/0046-usage-in-other-keys.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseSse(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseSse(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
 

@@ -1,15 +1,19 @@
-"""Fuzz ``parse_sse`` and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
+"""Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600          # or --target parse_sse
+    python scripts/fuzz.py --target translate --seconds 600          # or parse_sse, messages, responses
     python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
 exactly: small ``Limits`` and the split points are drawn from a PRNG seeded with the input's CRC-32 (a mutation
 of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): no exception escapes; the output is
 the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
-``translate`` exactly one finish and it is last, block-start before deltas before block-end, no block-end for a
-tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_json()``
-strict JSON (``json.dumps(allow_nan=False)``). Seeds: the ``*.sse`` files of ../shared/fixtures/sse, read in place.
+``translate`` (format detected) and ``messages`` / ``responses`` (format given) exactly one finish and it is last,
+block-start before deltas before block-end, no block-end for a tool call without an id and a name, no two tool-call
+block-ends sharing an id, every chunk's ``to_json()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
+against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
+one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
+invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
+peers-formats, for those targets), read in place.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 """
 
@@ -49,11 +53,17 @@ from operators import (  # noqa: E402
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
+    detect_format,
     parse_sse,
 )
+from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
+from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "sse"
-SEED_DIRS = [FIXTURES / "real", FIXTURES / "peers"]
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
+MESSAGES_SEEDS = [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"]
+RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"]
+SEED_DIRS = CHAT_SEEDS + MESSAGES_SEEDS + RESPONSES_SEEDS
 ONE_BYTE_SPLIT_UP_TO = 2048
 MAX_LEN = 65536
 
@@ -72,13 +82,6 @@ def comparable(values: list[Any]) -> list[Any]:
     ]
 
 
-class OracleFailure(AssertionError):
-    """What the oracle found wrong with one input."""
-
-
-def ensure(condition: bool, what: str) -> None:
-    if not condition:
-        raise OracleFailure(what)
 
 
 # -- what one input decides -------------------------------------------------------------------------------------------
@@ -93,6 +96,7 @@ def plan(data: bytes) -> tuple[Limits, list[list[bytes]]]:
         max_text_bytes=rng.choice([1, 8, 64, 1024, 16 << 20]),
         max_tool_calls=rng.choice([1, 2, 3, 128]),
         max_error_body_bytes=rng.choice([16, 65536]),
+        max_ignored_lines=rng.choice([1, 4, 100_000]),
     )
     splits: list[list[bytes]] = []
     if len(data) >= 2:
@@ -107,10 +111,11 @@ def plan(data: bytes) -> tuple[Limits, list[list[bytes]]]:
 # -- the oracle -------------------------------------------------------------------------------------------------------
 
 
-def run_translate(pieces: bytes | list[bytes], limits: Limits) -> list[Chunk]:
+def run_translate(pieces: bytes | list[bytes], limits: Limits, format: Any = None) -> list[Chunk]:
     out: list[Chunk] = []
     errors: list[Exception] = []
-    pipeline.translate(pieces, anomalies=True, limits=limits).subscribe(on_next=out.append, on_error=errors.append)
+    chunks = pipeline.translate(pieces, anomalies=True, limits=limits, format=format)
+    chunks.subscribe(on_next=out.append, on_error=errors.append)
     if errors:
         raise errors[0]
     return out
@@ -152,15 +157,29 @@ def check_chunks(out: list[Chunk]) -> None:
             raise OracleFailure(f"{type(chunk).__name__}.to_json() is not strict JSON: {error}") from error
 
 
-def check_translate(data: bytes) -> None:
+def check_translate(data: bytes, format: Any = None) -> None:
+    """The pipeline's promises, the same chunks under every split, and the output against the input's own reading
+    (``check_reference``: ids never merged, usage never lost to an invalid count) when the format is known."""
     limits, splits = plan(data)
-    whole = run_translate(data, limits)
+    whole = run_translate(data, limits, format)
     check_chunks(whole)
     for pieces in splits:
         ensure(
-            comparable(run_translate(pieces, limits)) == comparable(whole),
+            comparable(run_translate(pieces, limits, format)) == comparable(whole),
             f"a split into {len(pieces)} reads gives other chunks",
         )
+    if format is None and len(data) <= limits.max_event_bytes:  # detection then reads exactly these lines
+        format = detect_format(data) or detect_format(data + b"\n") or "chat"
+    if format is not None:
+        check_reference(data, whole, format)
+
+
+def check_messages(data: bytes) -> None:
+    check_translate(data, "messages")
+
+
+def check_responses(data: bytes) -> None:
+    check_translate(data, "responses")
 
 
 def run_parse_sse(pieces: list[bytes], limits: Limits) -> list[Any]:
@@ -184,14 +203,23 @@ def check_parse_sse(data: bytes) -> None:
         )
 
 
-TARGETS: dict[str, Callable[[bytes], None]] = {"translate": check_translate, "parse_sse": check_parse_sse}
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "translate": check_translate,
+    "parse_sse": check_parse_sse,
+    "messages": check_messages,
+    "responses": check_responses,
+}
+TARGET_SEEDS = {
+    "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS
+}
+"""The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
 
 
 # -- seeds and the fallback loop --------------------------------------------------------------------------------------
 
 
-def seed_files() -> list[Path]:
-    return sorted(path for folder in SEED_DIRS if folder.is_dir() for path in folder.rglob("*.sse"))
+def seed_files(target: str = "translate") -> list[Path]:
+    return sorted(path for folder in TARGET_SEEDS[target] if folder.is_dir() for path in folder.rglob("*.sse"))
 
 
 TOKENS = [
@@ -222,6 +250,13 @@ TOKENS = [
     b'"error":{"message":"x"}',
     b"\xc3",
     b"\xff",
+    b"event: content_block_start\n",
+    b'"type":"tool_use","id":"t"',
+    b'"type":"function_call","call_id":"c"',
+    b'"output_index":1',
+    b'"index":1',
+    b'"usage":{"input_tokens":-3}',
+    b'"prompt_tokens":-3',
 ]
 
 
@@ -260,7 +295,7 @@ def crash(target: str, data: bytes, artifacts: Path) -> int:
 def fallback(target: str, seconds: float, artifacts: Path) -> int:
     print("fuzz: running the built-in mutation loop (atheris not importable, or --no-atheris); same oracle", flush=True)
     check = TARGETS[target]
-    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files()] or [b"data: [DONE]\n\n"]
+    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files(target)] or [b"data: [DONE]\n\n"]
     rng = random.Random(0)
     runs, start = 0, time.monotonic()
     queue = list(seeds)
@@ -298,7 +333,7 @@ def run_atheris(args: argparse.Namespace, artifacts: Path) -> int:
         f"-artifact_prefix={artifacts}/crash-{args.target}-",
         "-print_final_stats=1",
         str(corpus),
-        *(str(folder) for folder in SEED_DIRS if folder.is_dir()),
+        *(str(folder) for folder in TARGET_SEEDS[args.target] if folder.is_dir()),
     ]
     command = [sys.executable, str(Path(__file__).resolve()), "--target", args.target, "--atheris-child", *libfuzzer]
     started = time.monotonic()

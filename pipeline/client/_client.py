@@ -138,6 +138,8 @@ class ChatClient:
         headers = dict(self.headers)
         given = {name.lower() for name in headers}
         headers.update((name, value) for name, value in wire.headers.items() if name.lower() not in given)
+        if "accept-encoding" not in given:  # the encodings the stream's reader inflates a slice at a time (0039)
+            headers["Accept-Encoding"] = "gzip, deflate"
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
             headers.update((name, self.config.api_key) for name in wire.key_headers)
@@ -156,12 +158,19 @@ class ChatClient:
     # -- the facades ----------------------------------------------------------------------------------------------
 
     def attempts(
-        self, body: Mapping[str, Any], *, rules: Iterable[Rule] | None = None, pace: Pace | None = None
+        self,
+        body: Mapping[str, Any],
+        *,
+        rules: Iterable[Rule] | None = None,
+        pace: Pace | None = None,
+        comments: bool = False,
     ) -> Observable[Batch[Signal]]:
         """One attempt per subscription: the response through the API's parse operator (``parse_stream(api)``) and
-        ``rules`` (default ``protocol_rules()``), as batches."""
+        ``rules`` (default ``protocol_rules()``), as batches; ``comments=True`` reports SSE comment lines as
+        ``comment`` anomalies."""
         return translate_batches(
-            self.response(body, pace=pace), rules=rules, limits=self.config.limits, format=self.config.api
+            self.response(body, pace=pace), rules=rules, limits=self.config.limits, format=self.config.api,
+            comments=comments,
         )
 
     def chunks(
@@ -183,7 +192,7 @@ class ChatClient:
         if retry is not False:
             policy = retry if isinstance(retry, RetryPolicy) else self.retry_policy
             chain.append(retry_when_retryable(policy, scheduler=scheduler))
-        attempts = self.attempts(body, rules=rules, pace=pace)
+        attempts = self.attempts(body, rules=rules, pace=pace, comments=anomalies)
         chunks: Observable[Chunk] = to_chunks(anomalies=True)(apply(attempts, chain))  # logged even when not asked for
         # last, so stream(), complete(), run_turn and the session see only chunks without the key
         redacted = redact_key(self.config.api_key)(chunks)

@@ -96,10 +96,10 @@ def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Obser
 
 
 def _parsed(
-    source: ByteSource | Observable[bytes], limits: Limits | None, format: Format | None
+    source: ByteSource | Observable[bytes], limits: Limits | None, format: Format | None, comments: bool
 ) -> Observable[Batch[Signal]]:
     observable = source if isinstance(source, Observable) else bytes_source(source, limits)
-    return parse_stream(format, limits)(observable)
+    return parse_stream(format, limits, comments=comments)(observable)
 
 
 def translate_batches(
@@ -108,11 +108,13 @@ def translate_batches(
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
     format: Format | None = None,
+    comments: bool = False,
 ) -> Observable[Batch[Signal]]:
     """The format's parse operator and the rules over a byte source, as batches (to compose further rules after
     them). ``limits`` goes to the parser and, when ``rules`` is not given, to ``protocol_rules``; ``format`` is
-    ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``)."""
-    return apply(_parsed(source, limits, format), protocol_rules(limits) if rules is None else rules)
+    ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``);
+    ``comments=True`` makes each SSE comment line a ``comment`` anomaly (otherwise it costs no object)."""
+    return apply(_parsed(source, limits, format, comments), protocol_rules(limits) if rules is None else rules)
 
 
 def translate(
@@ -126,7 +128,8 @@ def translate(
     """Bytes (or a ``pathlib.Path``, an ``httpx.Response``, an iterable of bytes, an Observable of bytes) to an
     ``Observable[Chunk]``. ``limits`` (default ``Limits()``) bounds what one response may carry
     (``LIMIT_EXCEEDED``). A response is classified by its status and content type first, as ``ChatClient`` does."""
-    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits, format=format))
+    batches = translate_batches(source, rules=rules, limits=limits, format=format, comments=anomalies)
+    return to_chunks(anomalies=anomalies)(batches)
 
 
 def collect(

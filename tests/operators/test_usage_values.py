@@ -95,6 +95,41 @@ def test_a_null_usage_field_keeps_the_earlier_value() -> None:
     assert _usage_of(data) == {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14}
 
 
+@pytest.mark.parametrize("invalid", [-3, 1.5, 2**64], ids=["negative", "fraction", "beyond-64-bits"])
+def test_a_later_invalid_count_keeps_the_earlier_valid_one(invalid: object) -> None:
+    data = sse(F, delta(content="x"), finish("stop"), usage(10, 4), usage(invalid, 5))
+
+    assert _usage_of(data) == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+
+def test_a_later_invalid_count_is_reported_as_set_aside() -> None:
+    data = sse(F, delta(content="x"), finish("stop"), usage(10, 4), usage(10, -3))
+
+    [anomaly] = [a for a in _anomalies(data) if a["kind"] == "invalid-usage"]
+    assert "completion_tokens=-3 (the earlier valid count kept)" in anomaly["detail"]
+
+
+def test_a_later_invalid_messages_output_count_keeps_the_earlier_one() -> None:
+    def event(payload: dict[str, Any]) -> bytes:
+        return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                                  "model": "x", "usage": {"input_tokens": 9, "output_tokens": 1}}}
+    data = b"".join(event(p) for p in (
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 6}},
+        {"type": "message_delta", "delta": {}, "usage": {"output_tokens": -3}},
+        {"type": "message_stop"},
+    ))
+
+    [chunk] = of_type([c.to_json() for c in pipeline.collect(data)], "usage")
+    assert chunk["usage"]["output_tokens"] == 6
+    assert chunk["usage"]["input_tokens"] == 9
+
+
 def _peer(name: str) -> bytes:
     path = PEERS / name
     if not path.exists():

@@ -12,7 +12,7 @@ import pytest
 import reactivex as rx
 from hypothesis import given
 from hypothesis import strategies as st
-from leaky_gateway import CASES, KEY, LeakyGateway
+from leaky_gateway import CASES, FORMAT_CASES, KEY, LeakyGateway
 
 from operators import (
     Anomaly,
@@ -188,6 +188,23 @@ async def test_no_chunk_carries_the_key_a_gateway_echoes(
     assert R in shown or R in json.dumps(message.to_json())  # the gateway did put the key somewhere
     assert not leaks(shown)
     assert not leaks(json.dumps(message.to_json(), ensure_ascii=False))
+    assert not leaks(logged(caplog))
+
+
+@pytest.mark.parametrize("case", sorted(FORMAT_CASES))
+async def test_no_chunk_carries_the_key_echoed_into_a_reasoning_field(
+    gateway: LeakyGateway, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Messages thinking ``signature``, a Responses ``encrypted_content`` and a reasoning item ``id`` (0040)."""
+    caplog.set_level(logging.DEBUG)
+    api = FORMAT_CASES[case][0]
+    async with ChatClient(gateway.base_url, model=case, api_key=KEY, api=api) as client:  # type: ignore[arg-type]
+        chunks = [chunk async for chunk in client.stream(MESSAGES, anomalies=True)]
+        message = await client.complete(MESSAGES)
+    assert chunks[-1].to_json()["reason"] == {"kind": "stop"}
+    assert [block.text for block in message.reasoning_blocks] == ["hmm"]
+    assert not leaks(json.dumps([chunk.to_json() for chunk in chunks], ensure_ascii=False))
+    assert not leaks(repr(message))
     assert not leaks(logged(caplog))
 
 
