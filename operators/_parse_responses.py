@@ -335,7 +335,8 @@ def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False)
         bytes:  --s--C--|
         out:    --[a(unsupported-item)]-[c(usage), Halt(UNSUPPORTED_OUTPUT)]|
 
-    The format: docs/formats/responses.md; decision note: docs/decisions/0025-responses-format.md.
+    The format: docs/formats/responses.md; decision notes: docs/decisions/0025-responses-format.md,
+    docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -177,7 +177,8 @@ def parse_sse(limits: Limits | None = None, *, comments: bool = False) -> Operat
     Type: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
 
     Decision notes: docs/decisions/0001-parse-sse.md, docs/decisions/0007-typed-wire-decoding.md,
-    docs/decisions/0009-in-band-errors.md, docs/decisions/0014-limits.md.
+    docs/decisions/0009-in-band-errors.md, docs/decisions/0014-limits.md,
+    docs/decisions/0045-items-and-streams-not-retried.md, docs/decisions/0046-usage-in-other-keys.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseSse(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
