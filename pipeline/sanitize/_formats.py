@@ -1,8 +1,10 @@
 """Which repairer a request's stream gets: by the request's path (``/chat/completions``, ``/messages``,
 ``/responses``), for a ``POST`` whose JSON body says ``"stream": true``. Each format names its ``StreamRepair``
-class and the HTTP error body in its API's own shape (``_repair.py``). The sanitizer's record of a format is keyed by
-its name in ``pipeline.formats.WIRE_FORMATS``, whose record gives the path (docs/architecture.md, "Adding a wire
-format")."""
+class and the HTTP error body in its API's own shape (``_repair.py``).
+
+The formats and their paths are the wire-format registry's (``pipeline.formats.WIRE_FORMATS``): a format added there
+without a repairer here fails at import. The repairers stay on this side: ``pipeline.formats`` sits below
+``pipeline.sanitize`` (docs/architecture.md), so its records cannot name them without an import cycle."""
 
 from __future__ import annotations
 
@@ -41,24 +43,27 @@ class StreamFormat:
     error body."""
 
     name: str
+    path: str
     make: Any
     """``(*, limits, api_key, strict) -> StreamRepair``."""
     error_body: ErrorBody
-
-    @property
-    def path(self) -> str:
-        """The path its requests end with: the pipeline record's (``/messages``)."""
-        return WIRE_FORMATS[self.name].path
 
     def repair(self, *, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
         repair: StreamRepair = self.make(limits=limits, api_key=api_key, strict=strict)
         return repair
 
 
-STREAM_FORMATS: tuple[StreamFormat, ...] = (
-    StreamFormat("chat", _chat, openai_error_body),
-    StreamFormat("messages", _messages, messages_error_body),
-    StreamFormat("responses", _responses, responses_error_body),
+_REPAIRS: dict[str, tuple[Any, ErrorBody]] = {
+    "chat": (_chat, openai_error_body),
+    "messages": (_messages, messages_error_body),
+    "responses": (_responses, responses_error_body),
+}
+
+if set(_REPAIRS) != set(WIRE_FORMATS):
+    raise ImportError(f"the sanitizer repairs {sorted(_REPAIRS)}, the registry has {sorted(WIRE_FORMATS)}")
+
+STREAM_FORMATS: tuple[StreamFormat, ...] = tuple(
+    StreamFormat(name, record.path, *_REPAIRS[name]) for name, record in WIRE_FORMATS.items()
 )
 
 
