@@ -172,7 +172,7 @@ def test_openai_responses_cut_stream_raises_api_error(emu: Emulator, kind: str) 
 def proxy_url(emu: Emulator) -> Iterator[str]:
     from pipeline.sanitize import Proxy
 
-    with Proxy(emu.base_url) as proxy:
+    with Proxy(emu.base_url, forward_headers="x-emulator-*") as proxy:  # the proxy forwards an allowlist
         yield proxy.base_url
 
 
