@@ -76,7 +76,10 @@ class _ParseSse(SseFraming):
             self.finished = True
             return
         if not self.saw_finish and chunk.choices:
-            self.saw_finish = any(c.finish_reason is not None and not c.index for c in chunk.choices)
+            for choice in chunk.choices:  # a loop, not any(<genexpr>): this runs on every payload
+                if choice.finish_reason is not None and not choice.index:
+                    self.saw_finish = True
+                    break
 
     def _halt_on_error_event(self, payload: bytes, out: list[Signal]) -> None:
         try:

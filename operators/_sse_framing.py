@@ -32,11 +32,12 @@ class SseFraming(BaseStage[bytes, Signal]):
     in ``self.event``), ``self.finished`` set by a subclass to stop reading. A format subclasses it with its own
     ``dispatch`` and ``on_end`` (``parse_sse``: chat completions)."""
 
-    __slots__ = ("at_start", "data", "event", "finished", "head", "joined", "limits", "open_bytes", "pending",
-                 "pending_cr", "saw_finish")
+    __slots__ = ("at_start", "data", "event", "event_limit", "finished", "head", "joined", "limits", "open_bytes",
+                 "pending", "pending_cr", "saw_finish")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
+        self.event_limit = limits.max_event_bytes  # one line / one event; a format may widen it (Responses' terminal)
         self.head = b""  # the first bytes while they may still be a split BOM
         self.pending: list[bytes] = []  # the open line's pieces, joined once when it ends (linear framing)
         self.open_bytes = 0  # bytes of the open line counted so far
@@ -72,7 +73,7 @@ class SseFraming(BaseStage[bytes, Signal]):
         if b"\r" in piece:  # a line end never spans pieces once a trailing CR is remembered
             self.pending_cr = piece.endswith(b"\r")
             piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        limit = self.limits.max_event_bytes
+        limit = self.event_limit
         pending = self.pending
         if b"\n" not in piece:  # the line stays open: count it while it is open, keep the piece
             if piece:
@@ -138,14 +139,14 @@ class SseFraming(BaseStage[bytes, Signal]):
         the joined data crosses ``max_event_bytes`` (the stage has then finished)."""
         data = self.data
         self.joined = (len(data[0]) if len(data) == 1 else self.joined) + 1 + len(value)
-        if self.joined > self.limits.max_event_bytes:
+        if self.joined > self.event_limit:
             self._exceeded(self.joined, "one SSE event", out)
             return True
         return False
 
     def _line_exceeded(self, out: list[Signal]) -> None:
         # how far past the limit a read reaches depends on the split: name the first byte over it
-        self._exceeded(self.limits.max_event_bytes + 1, "one SSE line", out)
+        self._exceeded(self.event_limit + 1, "one SSE line", out)
 
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
         out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))

@@ -34,7 +34,7 @@ from operators import (
     coalesce_identity,
     parse_stream,
 )
-from operators.extend import CHUNK_TYPES, Operator, StreamFailure
+from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain
 
 from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
@@ -125,7 +125,10 @@ def translate_batches(
     """The format's parse operator and the rules over a byte source, as batches (to compose further rules after
     them). ``limits`` goes to the parser and, when ``rules`` is not given, to ``protocol_rules``; ``format`` is
     ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``)."""
-    return apply(_parsed(source, limits, format), protocol_rules(limits) if rules is None else rules)
+    if rules is None:  # the default chain: one operator with a fast path, the same items (decision 0050)
+        observable = source if isinstance(source, Observable) else bytes_source(source, limits)
+        return default_chain(format, limits)(observable)
+    return apply(_parsed(source, limits, format), rules)
 
 
 def translate(

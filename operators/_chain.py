@@ -1,0 +1,104 @@
+"""One subscription of ``default_chain`` (docs/decisions/0050-fast-path.md): the stage objects of the parser and the
+default rules, the general path over them (``stage_operator`` over an internal subject, decision 0008), and the entry
+of the fast path of the parser's format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+from reactivex import Observable
+from reactivex.subject import Subject
+
+from ._accumulate_arguments import _AccumulateArguments
+from ._classify_finish import _ClassifyFinish
+from ._close_on_done import _CloseOnDone
+from ._coalesce_identity import _CoalesceIdentity
+from ._limits import Limits
+from ._parse_format import PARSERS, Format, _Detect
+from ._signals import Signal
+from ._sse_framing import SseFraming
+from ._stage import BaseStage, Batch, stage_operator
+
+__all__ = ["Chain", "HotRead"]
+
+_BYTES = (bytes, bytearray, memoryview)
+
+HotRead: TypeAlias = Callable[["Chain", bytes], bool]
+"""A format's fast path: False leaves the read to the general path untouched; True means it took the read."""
+
+
+class Chain:
+    """One subscription's stages, the general path over them, and the fast path's entry (``read``)."""
+
+    __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "hot", "hot_reads", "out",
+                 "parser", "subject")
+
+    def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead]) -> None:
+        self.hot_reads = hot_reads
+        self.parser: BaseStage[bytes, Signal] = _Detect(limits) if format is None else PARSERS[format](limits)
+        self.coalesce = _CoalesceIdentity()
+        self.accumulate = _AccumulateArguments(limits)
+        self.close = _CloseOnDone(limits)
+        self.classify = _ClassifyFinish()
+        self.out: list[Signal] = []
+        self.ended: bool | Exception = False  # True once the general path completed, or the error it ended with
+        self.format_parser: SseFraming | None = None
+        self.hot: HotRead | None = None
+        self.subject: Subject[bytes] = Subject()
+        observable: Observable[Any] = stage_operator(lambda: self.parser, accepts=_BYTES)(self.subject)
+        for stage in (self.coalesce, self.accumulate, self.close, self.classify):
+            observable = stage_operator(_returning(stage))(observable)
+        observable.subscribe(self._collect, self._errored, self._completed)
+
+    # -- the general path's end -----------------------------------------------------------------------------------
+
+    def _collect(self, batch: Batch[Signal]) -> None:
+        self.out.extend(batch)
+
+    def _errored(self, error: Exception) -> None:
+        self.ended = error
+
+    def _completed(self) -> None:
+        self.ended = True
+
+    def general(self, piece: Any) -> None:
+        """One read through the stage operators, as the rule chain runs it."""
+        self.subject.on_next(piece)
+        if self.hot is None:
+            self._resolve()
+
+    def _resolve(self) -> None:
+        """Once the parser is known (named, or detected from the first event), the fast path of its format."""
+        parser: Any = self.parser
+        if type(parser) is _Detect:
+            parser = parser.inner
+        if parser is None:
+            return
+        hot = self.hot_reads.get(type(parser))
+        if hot is not None:
+            self.format_parser = parser
+            self.hot = hot
+
+    # -- one read -------------------------------------------------------------------------------------------------
+
+    def read(self, piece: Any) -> None:
+        hot = self.hot
+        if hot is None or type(piece) is not bytes or not hot(self, piece):
+            self.general(piece)
+
+    def flush(self) -> None:
+        """Before the end of the bytes: complete lines the fast path kept open are read by the framing (its end reads
+        only an open line)."""
+        parser = self.format_parser
+        if parser is not None and parser.pending and b"\n" in parser.pending[0]:
+            held = b"".join(parser.pending)
+            parser.pending.clear()
+            parser.open_bytes = 0
+            self.general(held)
+
+
+def _returning(stage: BaseStage[Batch[Signal], Signal]) -> Callable[[], BaseStage[Batch[Signal], Signal]]:
+    return lambda: stage
+

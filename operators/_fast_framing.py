@@ -1,0 +1,98 @@
+"""The fast path's framing (docs/decisions/0050-fast-path.md): a read's complete events, when they are plain, as one
+buffer of newline-separated JSON payloads, and the hand-over of the rest of the read to the general path.
+
+Framing (``frame``): the parser's framing holds no half event, the read has no CR and cannot cross
+``max_event_bytes``, and its complete events are all ``<header><payload>`` with one header (``data: ``, or
+``event: <name>\\n`` + ``data: ``): then ``count`` and ``replace`` turn them into newline-separated payloads. Each
+payload starting with ``{`` and ending with ``}`` (``}\\n{`` at every join) means each line is one JSON value, so one
+``decode_lines`` call decodes the read exactly as one ``decode`` per payload would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import msgspec
+
+from ._chain import Chain
+from ._sse_framing import SseFraming
+
+__all__ = ["decoded", "finish", "frame"]
+
+_DATA = b"data: "
+_Framed: TypeAlias = tuple[bytes, int, bytes, bytes]
+
+
+def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None) -> _Framed | None:
+    """The read's complete events as ``(payloads joined by newlines, their count, complete events, tail)``, or None
+    when it is not plain (``headers``: the only headers accepted, when given)."""
+    if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
+        return None
+    pending = parser.pending
+    buf = b"".join([*pending, piece]) if pending else piece
+    cut = buf.rfind(b"\n\n")
+    if cut <= 0 or len(buf) > parser.event_limit or b"\r" in buf:
+        return None
+    complete = buf[:cut]
+    if complete[:6] == _DATA:
+        header = _DATA
+    elif complete[:7] == b"event: ":
+        header = complete[: complete.find(b"\n") + 1] + _DATA
+        if not complete.startswith(header):
+            return None
+    else:
+        return None
+    if headers is not None and header not in headers:
+        return None
+    separator = b"\n\n" + header
+    joins = complete.count(separator)
+    lines = header.count(b"\n")
+    if complete.count(b"\n") != joins * (2 + lines) + lines:
+        return None
+    joined = complete[len(header) :]
+    if joins:
+        joined = joined.replace(separator, b"\n")
+    if joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins:
+        return None
+    return joined, joins + 1, complete, buf[cut + 2 :]
+
+
+def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
+             ) -> tuple[list[Any], bytes, bytes] | None:
+    """The read's complete events decoded in one pass, the framing's open line taken over; None: not plain."""
+    framed = frame(parser, piece, headers)
+    if framed is None:
+        return None
+    joined, count, complete, tail = framed
+    try:
+        values: list[Any] = decoder.decode_lines(joined)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if len(values) != count:
+        return None
+    parser.pending.clear()
+    parser.open_bytes = 0
+    return values, complete, tail
+
+
+def finish(chain: Chain, parser: SseFraming, complete: bytes, tail: bytes, applied: int, total: int) -> bool:
+    """After ``applied`` of ``total`` events: the rest of the read to the general path, or the tail kept open."""
+    if applied < total:
+        rest = complete.split(b"\n\n", applied)[applied]
+        chain.general(rest + b"\n\n" + tail)
+    elif tail:
+        end = tail.rfind(b"\n")
+        if end < 0:
+            parser.pending.append(tail)
+            parser.open_bytes = len(tail)
+        elif _inert(tail[:end]):  # kept open whole, so the next read starts at an event (``Chain.flush``)
+            parser.pending.append(tail)
+            parser.open_bytes = len(tail) - end - 1
+        else:
+            chain.general(tail)
+    return True
+
+
+def _inert(lines: bytes) -> bool:
+    """Complete lines whose framing emits nothing until their event ends: ``data:`` and ``event:`` lines only."""
+    return all(line[:5] == b"data:" or line[:6] == b"event:" for line in lines.split(b"\n"))
