@@ -92,7 +92,7 @@ class Chain:
         """Before the end of the bytes: complete lines the fast path kept open are read by the framing (its end reads
         only an open line)."""
         parser = self.format_parser
-        if parser is not None and parser.pending and b"\n" in parser.pending[0]:
+        if parser is not None and parser.pending and parser.pending[0].find(b"\n") >= 0:
             held = b"".join(parser.pending)
             parser.pending.clear()
             parser.open_bytes = 0

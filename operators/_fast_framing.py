@@ -25,25 +25,29 @@ _Framed: TypeAlias = tuple[bytes, int, bytes, bytes]
 
 def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None) -> _Framed | None:
     """The read's complete events as ``(payloads joined by newlines, their count, complete events, tail)``, or None
-    when it is not plain (``headers``: the only headers accepted, when given)."""
+    when it is not plain (``headers``: the only headers accepted, when given). A read of one event (how live streams
+    arrive) costs a few ``find`` calls (``find``, not ``in``: ``in`` first tries its needle as an int, raising inside)."""
     if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending
     buf = b"".join([*pending, piece]) if pending else piece
     cut = buf.rfind(b"\n\n")
-    if cut <= 0 or len(buf) > parser.event_limit or b"\r" in buf:
+    if cut <= 0 or len(buf) > parser.event_limit or buf.find(b"\r") >= 0:
         return None
-    complete = buf[:cut]
-    if complete[:6] == _DATA:
+    first = buf.find(b"\n")
+    if buf[:6] == _DATA:
         header = _DATA
-    elif complete[:7] == b"event: ":
-        header = complete[: complete.find(b"\n") + 1] + _DATA
-        if not complete.startswith(header):
+        if first == cut:  # one event of one line
+            return buf[6:cut], 1, buf[:cut], buf[cut + 2 :]
+    elif buf[:7] == b"event: ":
+        header = buf[: first + 1] + _DATA
+        if not buf.startswith(header) or (headers is not None and header not in headers):
             return None
+        if buf.find(b"\n", first + 1) == cut:  # one event: its name and one data line
+            return buf[len(header) : cut], 1, buf[:cut], buf[cut + 2 :]
     else:
         return None
-    if headers is not None and header not in headers:
-        return None
+    complete = buf[:cut]
     separator = b"\n\n" + header
     joins = complete.count(separator)
     lines = header.count(b"\n")
@@ -58,19 +62,21 @@ def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = 
 
 
 def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
-             ) -> tuple[list[Any], bytes, bytes] | None:
-    """The read's complete events decoded in one pass, the framing's open line taken over; None: not plain."""
+            ) -> tuple[list[Any], bytes, bytes] | None:
+    """The read's complete events decoded in one pass, the framing's open line taken over; None: not plain. One
+    payload is decoded alone (exactly what the general path does); several with one ``decode_lines``."""
     framed = frame(parser, piece, headers)
     if framed is None:
         return None
     joined, count, complete, tail = framed
     try:
-        values: list[Any] = decoder.decode_lines(joined)
+        values: list[Any] = [decoder.decode(joined)] if count == 1 else decoder.decode_lines(joined)
     except (msgspec.DecodeError, RecursionError):
         return None
     if len(values) != count:
         return None
-    parser.pending.clear()
+    if parser.pending:
+        parser.pending.clear()
     parser.open_bytes = 0
     return values, complete, tail
 

@@ -67,7 +67,12 @@ def default_chain(format: Format | None = None, limits: Limits | None = None) ->
                     chain.read(piece)
                 except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
                     chain.ended = exc
-                emit()
+                out = chain.out
+                if out and chain.ended is False:  # emit() inlined: this runs once per read
+                    chain.out = []
+                    observer.on_next(out)
+                else:
+                    emit()
 
             def on_error(error: Exception) -> None:
                 if not stopped:

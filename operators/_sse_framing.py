@@ -70,12 +70,12 @@ class SseFraming(BaseStage[bytes, Signal]):
             self.pending_cr = False
             if piece[:1] == b"\n":
                 piece = piece[1:]
-        if b"\r" in piece:  # a line end never spans pieces once a trailing CR is remembered
+        if piece.find(b"\r") >= 0:  # (find, not `in`: `in` tries the needle as an int first, raising inside)
             self.pending_cr = piece.endswith(b"\r")
             piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         limit = self.event_limit
         pending = self.pending
-        if b"\n" not in piece:  # the line stays open: count it while it is open, keep the piece
+        if piece.find(b"\n") < 0:  # the line stays open: count it while it is open, keep the piece
             if piece:
                 self.open_bytes += len(piece)
                 if self.open_bytes > limit:

@@ -85,8 +85,13 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
             nonlocal disposed
             disposed = True
 
-        def stopped() -> bool:
-            return disposed or any(getattr(s, "is_disposed", False) for s in subscribers)
+        def stopped() -> bool:  # between every two reads: a loop, not any(<genexpr>)
+            if disposed:
+                return True
+            for subscriber in subscribers:
+                if getattr(subscriber, "is_disposed", False):
+                    return True
+            return False
 
         def run(*_: Any) -> None:
             pieces = make()
