@@ -1,6 +1,6 @@
-"""Fuzz ``parse_sse`` and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
+"""Fuzz ``parse_sse``, the whole ``translate`` and the fast path with atheris (libFuzzer), or a built-in mutation loop.
 
-    python scripts/fuzz.py --target translate --seconds 600          # or --target parse_sse
+    python scripts/fuzz.py --target translate --seconds 600          # or --target parse_sse, --target fast_path
     python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
@@ -9,7 +9,10 @@ of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): n
 the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
 ``translate`` exactly one finish and it is last, block-start before deltas before block-end, no block-end for a
 tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_json()``
-strict JSON (``json.dumps(allow_nan=False)``). Seeds: the ``*.sse`` files of ../shared/fixtures/sse, read in place.
+strict JSON (``json.dumps(allow_nan=False)``). ``fast_path``: the default chain (its fast path) gives exactly the
+chunks of the rule chain (``rules=protocol_rules(limits)``) unsplit and at each split, the format detected and named.
+Seeds: the ``*.sse`` files of ../shared/fixtures/sse (and, for ``fast_path``, of messages, responses and
+peers-formats), read in place.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 """
 
@@ -54,6 +57,8 @@ from operators import (  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "sse"
 SEED_DIRS = [FIXTURES / "real", FIXTURES / "peers"]
+FORMAT_SEED_DIRS = [FIXTURES.parent / name for name in ("messages", "responses", "peers-formats")]
+"""Also seeds of the fast_path target: the Messages and Responses streams."""
 ONE_BYTE_SPLIT_UP_TO = 2048
 MAX_LEN = 65536
 
@@ -184,14 +189,43 @@ def check_parse_sse(data: bytes) -> None:
         )
 
 
-TARGETS: dict[str, Callable[[bytes], None]] = {"translate": check_translate, "parse_sse": check_parse_sse}
+def run_chunks(pieces: bytes | list[bytes], limits: Limits, format: Any, *, general: bool) -> list[Chunk]:
+    out: list[Chunk] = []
+    errors: list[Exception] = []
+    rules = pipeline.protocol_rules(limits) if general else None
+    pipeline.translate(pieces, anomalies=True, limits=limits, format=format, rules=rules).subscribe(
+        on_next=out.append, on_error=errors.append
+    )
+    if errors:
+        raise errors[0]
+    return out
+
+
+def check_fast_path(data: bytes) -> None:
+    """The default chain (its fast path, docs/decisions/0050-fast-path.md) gives exactly the rule chain's chunks,
+    anomalies included, unsplit and at each drawn split, with the format detected and with one named."""
+    limits, splits = plan(data)
+    named = ("chat", "messages", "responses")[zlib.crc32(data) % 3]
+    for format in (None, named):
+        for pieces in [data, *splits]:
+            fast = run_chunks(pieces, limits, format, general=False)
+            ensure(fast == run_chunks(pieces, limits, format, general=True),
+                   f"the fast path and the rule chain differ ({format or 'detected'}, {len(pieces)} reads)")
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "translate": check_translate,
+    "parse_sse": check_parse_sse,
+    "fast_path": check_fast_path,
+}
 
 
 # -- seeds and the fallback loop --------------------------------------------------------------------------------------
 
 
-def seed_files() -> list[Path]:
-    return sorted(path for folder in SEED_DIRS if folder.is_dir() for path in folder.rglob("*.sse"))
+def seed_files(target: str | None = None) -> list[Path]:
+    folders = SEED_DIRS + (FORMAT_SEED_DIRS if target == "fast_path" else [])
+    return sorted(path for folder in folders if folder.is_dir() for path in folder.rglob("*.sse"))
 
 
 TOKENS = [
@@ -260,7 +294,7 @@ def crash(target: str, data: bytes, artifacts: Path) -> int:
 def fallback(target: str, seconds: float, artifacts: Path) -> int:
     print("fuzz: running the built-in mutation loop (atheris not importable, or --no-atheris); same oracle", flush=True)
     check = TARGETS[target]
-    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files()] or [b"data: [DONE]\n\n"]
+    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files(target)] or [b"data: [DONE]\n\n"]
     rng = random.Random(0)
     runs, start = 0, time.monotonic()
     queue = list(seeds)
@@ -298,7 +332,8 @@ def run_atheris(args: argparse.Namespace, artifacts: Path) -> int:
         f"-artifact_prefix={artifacts}/crash-{args.target}-",
         "-print_final_stats=1",
         str(corpus),
-        *(str(folder) for folder in SEED_DIRS if folder.is_dir()),
+        *(str(folder) for folder in SEED_DIRS + (FORMAT_SEED_DIRS if args.target == "fast_path" else [])
+          if folder.is_dir()),
     ]
     command = [sys.executable, str(Path(__file__).resolve()), "--target", args.target, "--atheris-child", *libfuzzer]
     started = time.monotonic()
