@@ -2,10 +2,10 @@
 
 Wall-clock time on a shared machine moves by tens of percent between runs; the number of instructions a workload
 executes does not. The parent starts one child under ``valgrind --tool=callgrind --collect-atstart=no
---toggle-collect=builtin_sorted --dump-after=builtin_sorted``: the child builds every stream, runs each workload once
-untimed (warm), then once inside ``sorted([0], key=...)``, so only that run is counted and each count lands in its own
-dump file. ``sorted`` is a C function none of the measured workloads calls (the imports do: their dumps come first and are
-dropped). Python's start and imports are not counted.
+--toggle-collect=builtin_sorted --dump-after=builtin_sorted``: the child builds every stream, runs each workload
+once untimed (warm), then once inside ``sorted([0], key=...)``, so only that run is counted and each count lands in
+its own dump file. ``sorted`` is a C function none of the measured workloads calls (the imports do: their dumps
+come first and are dropped). Python's start and imports are not counted.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _workloads(events: int, rows: list[tuple[str, str]]) -> list[tuple[str, Call
         pieces = split(data, read)
         loads = payloads(data)
         out.append((f"{name} {read} floor", partial(lambda loads: [json.loads(p) for p in loads], loads)))
-        out.append((f"{name} {read} ours", partial(pipeline.collect, pieces, format=name)))
+        out.append((f"{name} {read} ours", partial(pipeline.collect, pieces, format=name)))  # type: ignore[arg-type]
     return out
 
 

@@ -46,7 +46,8 @@ def check(name: str, events: int, pieces: list[bytes]) -> None:
     chunks = pipeline.collect(pieces, format=name)  # type: ignore[arg-type]
     message = pipeline.assemble(chunks)
     finish = chunks[-1]
-    assert isinstance(finish, Finish) and finish.reason.kind == "tool-calls", (name, finish)
+    assert isinstance(finish, Finish), (name, finish)
+    assert finish.reason.kind == "tool-calls", (name, finish)
     assert message.text == "".join(texts(events)), name
     assert message.tool_calls[0].arguments == "".join(fragments()), name
 

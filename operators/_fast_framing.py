@@ -26,7 +26,7 @@ _Framed: TypeAlias = tuple[bytes, int, bytes, bytes]
 def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None) -> _Framed | None:
     """The read's complete events as ``(payloads joined by newlines, their count, complete events, tail)``, or None
     when it is not plain (``headers``: the only headers accepted, when given). A read of one event (how live streams
-    arrive) costs a few ``find`` calls (``find``, not ``in``: ``in`` first tries its needle as an int, raising inside)."""
+    arrive) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first, raising inside)."""
     if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending

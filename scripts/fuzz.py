@@ -207,7 +207,7 @@ def check_fast_path(data: bytes) -> None:
     limits, splits = plan(data)
     named = ("chat", "messages", "responses")[zlib.crc32(data) % 3]
     for format in (None, named):
-        for pieces in [data, *splits]:
+        for pieces in [[data], *splits]:
             fast = run_chunks(pieces, limits, format, general=False)
             ensure(fast == run_chunks(pieces, limits, format, general=True),
                    f"the fast path and the rule chain differ ({format or 'detected'}, {len(pieces)} reads)")

@@ -88,7 +88,7 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
         def stopped() -> bool:  # between every two reads: a loop, not any(<genexpr>)
             if disposed:
                 return True
-            for subscriber in subscribers:
+            for subscriber in subscribers:  # noqa: SIM110
                 if getattr(subscriber, "is_disposed", False):
                     return True
             return False

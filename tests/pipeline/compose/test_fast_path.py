@@ -139,7 +139,7 @@ def responses_streams(draw: st.DrawFn) -> bytes:
 def test_generated_messages_and_responses_streams_in_any_split_give_the_rule_chains_chunks(
     data: st.DataObject,
 ) -> None:
-    format = data.draw(st.sampled_from(["messages", "responses", None]))
+    format: Format | None = data.draw(st.sampled_from(["messages", "responses", None]))
     body = data.draw(messages_streams() if format == "messages" or (format is None and data.draw(st.booleans()))
                      else responses_streams())
     pieces = data.draw(splits(body))

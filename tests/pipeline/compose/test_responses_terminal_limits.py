@@ -60,7 +60,8 @@ def test_an_answer_at_the_text_limit_completes_and_one_byte_more_is_refused_by_t
 
     assert finish_of(answer(at_limit, 2000), limits, general=general).reason.kind == "stop"
     over = finish_of(answer(at_limit + "y", 2000), limits, general=general)
-    assert over.reason.failure is not None and "max_text_bytes" in over.reason.failure.message
+    assert over.reason.failure is not None
+    assert "max_text_bytes" in over.reason.failure.message
 
 
 def test_a_long_line_is_refused_when_no_admitted_content_makes_room_for_it() -> None:
@@ -71,5 +72,6 @@ def test_a_long_line_is_refused_when_no_admitted_content_makes_room_for_it() -> 
 
     finish = finish_of(flood, limits)
 
-    assert finish.reason.failure is not None and "max_event_bytes" in finish.reason.failure.message
+    assert finish.reason.failure is not None
+    assert "max_event_bytes" in finish.reason.failure.message
     assert finish_of(data, limits).reason.kind == "stop"  # the same line after the terminal event is never read
