@@ -16,7 +16,7 @@ import msgspec
 
 from ._chain import Chain, HotRead
 from ._chunks import TextDelta
-from ._fast_apply import fragment, reasoning
+from ._fast_apply import _new, _set_index, _set_text, fragment, reasoning
 from ._fast_framing import decoded as _decoded
 from ._fast_framing import finish as _finish
 from ._parse_messages import _ParseMessages
@@ -80,7 +80,10 @@ def _chat_read(chain: Chain, piece: bytes) -> bool:
                     break
                 buffer += encoded
                 close.text_bytes = size
-                out.append(TextDelta(text_index, content))  # type: ignore[arg-type]
+                made = _new(TextDelta)  # TextDelta(text_index, content) without attrs' __init__ (_fast_apply.py)
+                _set_index(made, text_index)
+                _set_text(made, content)
+                out.append(made)
         elif content is not None:
             break
         applied += 1
@@ -140,7 +143,10 @@ def _messages_read(chain: Chain, piece: bytes) -> bool:
                     break
                 buffer += encoded
                 close.text_bytes = size
-                out.append(TextDelta(text_index, text))  # type: ignore[arg-type]
+                made = _new(TextDelta)  # TextDelta(text_index, text) without attrs' __init__ (_fast_apply.py)
+                _set_index(made, text_index)
+                _set_text(made, text)
+                out.append(made)
         elif kind == "thinking_delta" and block.kind == "thinking":
             thinking = delta.thinking
             if type(thinking) is not str or (thinking and reasoning(chain, thinking) < 0):
@@ -188,7 +194,10 @@ def _responses_read(chain: Chain, piece: bytes) -> bool:
                 buffer += encoded
                 close.text_bytes = size
                 admitted += len(encoded)
-                out.append(TextDelta(text_index, delta))  # type: ignore[arg-type]
+                made = _new(TextDelta)  # TextDelta(text_index, delta) without attrs' __init__ (_fast_apply.py)
+                _set_index(made, text_index)
+                _set_text(made, delta)
+                out.append(made)
         elif kind == "response.function_call_arguments.delta":
             index = event.output_index
             call = calls.get(index) if index is not None else None

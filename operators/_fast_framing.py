@@ -49,14 +49,10 @@ def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = 
         return None
     complete = buf[:cut]
     separator = b"\n\n" + header
-    joins = complete.count(separator)
-    lines = header.count(b"\n")
-    if complete.count(b"\n") != joins * (2 + lines) + lines:
-        return None
-    joined = complete[len(header) :]
-    if joins:
-        joined = joined.replace(separator, b"\n")
-    if joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins:
+    joined = complete[len(header) :].replace(separator, b"\n")
+    joins = (cut - len(header) - len(joined)) // (len(separator) - 1)  # the separators replaced, without a count
+    # every newline left is a join, between a payload's closing } and the next one's opening {
+    if joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins or joined.count(b"\n") != joins:
         return None
     return joined, joins + 1, complete, buf[cut + 2 :]
 
