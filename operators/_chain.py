@@ -6,6 +6,7 @@ of the fast path of the parser's format.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, TypeAlias
 
 from reactivex import Observable
@@ -15,18 +16,38 @@ from ._accumulate_arguments import _AccumulateArguments
 from ._classify_finish import _ClassifyFinish
 from ._close_on_done import _CloseOnDone
 from ._coalesce_identity import _CoalesceIdentity
-from ._limits import Limits
+from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import PARSERS, Format, _Detect
-from ._signals import Signal
+from ._signals import Rule, Signal
 from ._sse_framing import SseFraming
 from ._stage import BaseStage, Batch, stage_operator
 
-__all__ = ["Chain", "HotRead"]
+__all__ = ["DEFAULT_STAGES", "Chain", "HotRead", "default_rules"]
 
 _BYTES = (bytes, bytearray, memoryview)
 
 HotRead: TypeAlias = Callable[["Chain", bytes], bool]
 """A format's fast path: False leaves the read to the general path untouched; True means it took the read."""
+
+
+RuleStage: TypeAlias = BaseStage[Batch[Signal], Signal]
+
+DEFAULT_STAGES: tuple[Callable[[Limits], RuleStage], ...] = (
+    lambda limits: _CoalesceIdentity(),
+    _AccumulateArguments,
+    _CloseOnDone,
+    lambda limits: _ClassifyFinish(),
+)
+"""The default rules, in order: the one list ``default_rules`` (``pipeline.protocol_rules``) and ``Chain`` build."""
+
+_KNOWN = (_CoalesceIdentity, _AccumulateArguments, _CloseOnDone, _ClassifyFinish)
+
+
+def default_rules(limits: Limits | None = None) -> list[Rule]:
+    """The default rules as operators, fresh: ``coalesce_identity -> accumulate_arguments -> close_on_done ->
+    classify_finish`` (``limits``, default ``Limits()``, bounds the arguments, the tool calls and the text)."""
+    chosen = DEFAULT_LIMITS if limits is None else limits
+    return [stage_operator(partial(make, chosen)) for make in DEFAULT_STAGES]
 
 
 class Chain:
@@ -36,19 +57,22 @@ class Chain:
                  "parser", "subject")
 
     def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead]) -> None:
-        self.hot_reads = hot_reads
         self.parser: BaseStage[bytes, Signal] = _Detect(limits) if format is None else PARSERS[format](limits)
-        self.coalesce = _CoalesceIdentity()
-        self.accumulate = _AccumulateArguments(limits)
-        self.close = _CloseOnDone(limits)
-        self.classify = _ClassifyFinish()
+        stages = [make(limits) for make in DEFAULT_STAGES]
+        # the fast path knows these four stages; a default chain of other stages runs on the general path only
+        self.hot_reads = hot_reads if tuple(map(type, stages)) == _KNOWN else {}
+        self.coalesce: Any
+        self.accumulate: Any
+        self.close: Any
+        self.classify: Any
+        self.coalesce, self.accumulate, self.close, self.classify = (stages + [None] * 4)[:4]
         self.out: list[Signal] = []
         self.ended: bool | Exception = False  # True once the general path completed, or the error it ended with
         self.format_parser: SseFraming | None = None
         self.hot: HotRead | None = None
         self.subject: Subject[bytes] = Subject()
         observable: Observable[Any] = stage_operator(lambda: self.parser, accepts=_BYTES)(self.subject)
-        for stage in (self.coalesce, self.accumulate, self.close, self.classify):
+        for stage in stages:
             observable = stage_operator(_returning(stage))(observable)
         observable.subscribe(self._collect, self._errored, self._completed)
 

@@ -28,13 +28,9 @@ from operators import (
     Limits,
     Rule,
     Signal,
-    accumulate_arguments,
-    classify_finish,
-    close_on_done,
-    coalesce_identity,
     parse_stream,
 )
-from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain
+from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain, default_rules
 
 from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
@@ -48,7 +44,7 @@ def protocol_rules(limits: Limits | None = None) -> list[Rule]:
     """The rules after ``parse_sse``, in order, fresh: ``coalesce_identity -> accumulate_arguments -> close_on_done ->
     classify_finish``. Insert a custom operator anywhere; each passes on what it does not understand. ``limits``
     (default ``Limits()``) bounds the arguments, the tool calls and the text of a response."""
-    return [coalesce_identity(), accumulate_arguments(limits), close_on_done(limits), classify_finish()]
+    return default_rules(limits)  # one list with the stages default_chain runs (operators/_chain.py)
 
 
 def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
