@@ -107,11 +107,6 @@ class Chain:
 
     # -- one read -------------------------------------------------------------------------------------------------
 
-    def read(self, piece: Any) -> None:
-        hot = self.hot
-        if hot is None or type(piece) is not bytes or not hot(self, piece):
-            self.general(piece)
-
     def flush(self) -> None:
         """Before the end of the bytes: complete lines the fast path kept open are read by the framing (its end reads
         only an open line)."""

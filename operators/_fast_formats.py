@@ -87,6 +87,8 @@ def _chat_read(chain: Chain, piece: bytes) -> bool:
         elif content is not None:
             break
         applied += 1
+    if applied == len(chunks) and not tail:  # the whole read, nothing left open
+        return True
     return _finish(chain, parser, complete, tail, applied, len(chunks))
 
 
@@ -158,6 +160,8 @@ def _messages_read(chain: Chain, piece: bytes) -> bool:
         else:
             break
         applied += 1
+    if applied == len(events) and not tail:  # the whole read, nothing left open
+        return True
     return _finish(chain, parser, complete, tail, applied, len(events))
 
 
@@ -220,6 +224,8 @@ def _responses_read(chain: Chain, piece: bytes) -> bool:
             break
         applied += 1
     parser.admit(admitted)
+    if applied == len(events) and not tail:  # the whole read, nothing left open
+        return True
     return _finish(chain, parser, complete, tail, applied, len(events))
 
 

@@ -1,7 +1,7 @@
 """The fast path's framing (docs/decisions/0050-fast-path.md): a read's complete events, when they are plain, as one
 buffer of newline-separated JSON payloads, and the hand-over of the rest of the read to the general path.
 
-Framing (``frame``): the parser's framing holds no half event, the read has no CR and cannot cross
+Framing (``decoded``): the parser's framing holds no half event, the read has no CR and cannot cross
 ``max_event_bytes``, and its complete events are all ``<header><payload>`` with one header (``data: ``, or
 ``event: <name>\\n`` + ``data: ``): then ``count`` and ``replace`` turn them into newline-separated payloads. Each
 payload starting with ``{`` and ending with ``}`` (``}\\n{`` at every join) means each line is one JSON value, so one
@@ -10,23 +10,24 @@ payload starting with ``{`` and ending with ``}`` (``}\\n{`` at every join) mean
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any
 
 import msgspec
 
 from ._chain import Chain
 from ._sse_framing import SseFraming
 
-__all__ = ["decoded", "finish", "frame"]
+__all__ = ["decoded", "finish"]
 
 _DATA = b"data: "
-_Framed: TypeAlias = tuple[bytes, int, bytes, bytes]
 
 
-def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None) -> _Framed | None:
-    """The read's complete events as ``(payloads joined by newlines, their count, complete events, tail)``, or None
-    when it is not plain (``headers``: the only headers accepted, when given). A read of one event (how live streams
-    arrive) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first, raising inside)."""
+def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
+            ) -> tuple[list[Any], bytes, bytes] | None:
+    """The read's complete events decoded, the framing's open line taken over: ``(values, complete events, tail)``,
+    or None when the read is not plain (``headers``: the only headers accepted, when given). One event (how a live
+    stream arrives) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first, raising inside)
+    and is decoded alone, exactly as the general path decodes it; several are decoded with one ``decode_lines``."""
     if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending
@@ -35,46 +36,40 @@ def frame(parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = 
     if cut <= 0 or len(buf) > parser.event_limit or buf.find(b"\r") >= 0:
         return None
     first = buf.find(b"\n")
+    single: bytes | None = None
     if buf[:6] == _DATA:
         header = _DATA
         if first == cut:  # one event of one line
-            return buf[6:cut], 1, buf[:cut], buf[cut + 2 :]
+            single = buf[6:cut]
     elif buf[:7] == b"event: ":
         header = buf[: first + 1] + _DATA
         if not buf.startswith(header) or (headers is not None and header not in headers):
             return None
         if buf.find(b"\n", first + 1) == cut:  # one event: its name and one data line
-            return buf[len(header) : cut], 1, buf[:cut], buf[cut + 2 :]
+            single = buf[len(header) : cut]
     else:
         return None
     complete = buf[:cut]
-    separator = b"\n\n" + header
-    joined = complete[len(header) :].replace(separator, b"\n")
-    joins = (cut - len(header) - len(joined)) // (len(separator) - 1)  # the separators replaced, without a count
-    # every newline left is a join, between a payload's closing } and the next one's opening {
-    if joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins or joined.count(b"\n") != joins:
-        return None
-    return joined, joins + 1, complete, buf[cut + 2 :]
-
-
-def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
-            ) -> tuple[list[Any], bytes, bytes] | None:
-    """The read's complete events decoded in one pass, the framing's open line taken over; None: not plain. One
-    payload is decoded alone (exactly what the general path does); several with one ``decode_lines``."""
-    framed = frame(parser, piece, headers)
-    if framed is None:
-        return None
-    joined, count, complete, tail = framed
     try:
-        values: list[Any] = [decoder.decode(joined)] if count == 1 else decoder.decode_lines(joined)
+        if single is not None:
+            values: list[Any] = [decoder.decode(single)]
+        else:
+            separator = b"\n\n" + header
+            joined = complete[len(header) :].replace(separator, b"\n")
+            joins = (cut - len(header) - len(joined)) // (len(separator) - 1)  # the separators replaced
+            # every newline left is a join, between a payload's closing } and the next one's opening {
+            if (joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins
+                    or joined.count(b"\n") != joins):
+                return None
+            values = decoder.decode_lines(joined)
+            if len(values) != joins + 1:
+                return None
     except (msgspec.DecodeError, RecursionError):
         return None
-    if len(values) != count:
-        return None
-    if parser.pending:
-        parser.pending.clear()
+    if pending:
+        pending.clear()
     parser.open_bytes = 0
-    return values, complete, tail
+    return values, complete, buf[cut + 2 :]
 
 
 def finish(chain: Chain, parser: SseFraming, complete: bytes, tail: bytes, applied: int, total: int) -> bool:

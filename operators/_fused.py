@@ -64,7 +64,9 @@ def default_chain(format: Format | None = None, limits: Limits | None = None) ->
                 if stopped:
                     return
                 try:
-                    chain.read(piece)
+                    hot = chain.hot  # chain.read(piece) inlined: this runs once per read
+                    if hot is None or type(piece) is not bytes or not hot(chain, piece):
+                        chain.general(piece)
                 except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
                     chain.ended = exc
                 out = chain.out

@@ -57,6 +57,7 @@ def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
             observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             finished = False
+            emit = observer.on_next  # bound once: this runs once per chunk
 
             def on_next(batch: Batch[Signal]) -> None:
                 nonlocal finished
@@ -65,7 +66,7 @@ def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
                     if finished:
                         return
                     if type(item) in keep:
-                        observer.on_next(item)
+                        emit(item)
                         if type(item) is Finish:
                             finished = True
                             observer.on_completed()
