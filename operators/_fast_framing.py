@@ -1,12 +1,10 @@
-"""The fast path's framing (docs/decisions/0050-fast-path.md): a read's complete events, when they are plain, as one
-buffer of newline-separated JSON payloads, and the hand-over of the rest of the read to the general path.
+"""The fast path's framing (docs/decisions/0050-fast-path.md): a read's complete events, when they are plain, as
+their decoded payloads, and the hand-over of the rest of the read to the general path.
 
 Framing (``decoded``): the parser's framing holds no half event, the read has no CR and cannot cross
 ``max_event_bytes``, and its complete events are all ``<header><payload>`` with one header (``data: ``, or
-``event: <name>\\n`` + ``data: ``): then ``count`` and ``replace`` turn them into newline-separated payloads. Each
-payload starting with ``{`` and ending with ``}`` (``}\\n{`` at every join) means each line is one JSON value, so one
-``decode_lines`` call decodes the read exactly as one ``decode`` per payload would.
-"""
+``event: <name>\n`` + ``data: ``) and no other line (a count of the newlines says so): then one ``split`` gives the
+payloads, each decoded alone, as the general path decodes it."""
 
 from __future__ import annotations
 
@@ -27,7 +25,8 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
     """The read's complete events decoded, the framing's open line taken over: ``(values, complete events, tail)``,
     or None when the read is not plain (``headers``: the only headers accepted, when given). One event (how a live
     stream arrives) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first, raising inside)
-    and is decoded alone, exactly as the general path decodes it; several are decoded with one ``decode_lines``."""
+    and is decoded alone; several are split with one ``split`` and each decoded alone, exactly as the general path
+    decodes them."""
     if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending
@@ -54,16 +53,12 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
         if single is not None:
             values: list[Any] = [decoder.decode(single)]
         else:
-            separator = b"\n\n" + header
-            joined = complete[len(header) :].replace(separator, b"\n")
-            joins = (cut - len(header) - len(joined)) // (len(separator) - 1)  # the separators replaced
-            # every newline left is a join, between a payload's closing } and the next one's opening {
-            if (joined[:1] != b"{" or joined[-1:] != b"}" or joined.count(b"}\n{") != joins
-                    or joined.count(b"\n") != joins):
+            payloads = complete[len(header) :].split(b"\n\n" + header)
+            lines = header.count(b"\n")  # every newline is one of the events' own: no other line anywhere
+            if complete.count(b"\n") != (len(payloads) - 1) * (2 + lines) + lines:
                 return None
-            values = decoder.decode_lines(joined)
-            if len(values) != joins + 1:
-                return None
+            decode = decoder.decode
+            values = [decode(payload) for payload in payloads]
     except (msgspec.DecodeError, RecursionError):
         return None
     if pending:
