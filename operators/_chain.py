@@ -12,12 +12,13 @@ from typing import Any, TypeAlias
 from reactivex import Observable
 from reactivex.subject import Subject
 
+from . import _parse_format
 from ._accumulate_arguments import _AccumulateArguments
 from ._classify_finish import _ClassifyFinish
 from ._close_on_done import _CloseOnDone
 from ._coalesce_identity import _CoalesceIdentity
 from ._limits import DEFAULT_LIMITS, Limits
-from ._parse_format import PARSERS, Format, _Detect
+from ._parse_format import Format, _Detect
 from ._signals import Rule, Signal
 from ._sse_framing import SseFraming
 from ._stage import BaseStage, Batch, stage_operator
@@ -57,7 +58,8 @@ class Chain:
                  "parser", "subject")
 
     def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead]) -> None:
-        self.parser: BaseStage[bytes, Signal] = _Detect(limits) if format is None else PARSERS[format](limits)
+        parsers = _parse_format.PARSERS  # looked up now, as parse_stream does
+        self.parser: BaseStage[bytes, Signal] = _Detect(limits) if format is None else parsers[format](limits)
         stages = [make(limits) for make in DEFAULT_STAGES]
         # the fast path knows these four stages; a default chain of other stages runs on the general path only
         self.hot_reads = hot_reads if tuple(map(type, stages)) == _KNOWN else {}

@@ -20,10 +20,11 @@ from __future__ import annotations
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
 
+from . import _parse_format
 from ._chain import Chain
 from ._fast_formats import HOT_READS
 from ._limits import DEFAULT_LIMITS, Limits
-from ._parse_format import PARSERS, Format
+from ._parse_format import Format
 from ._signals import Signal
 from ._stage import Batch, Operator, _subscribing
 
@@ -33,8 +34,8 @@ __all__ = ["default_chain"]
 def default_chain(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
     """``parse_stream(format, limits)`` and the default rules as one operator (see the module docstring)."""
     chosen = DEFAULT_LIMITS if limits is None else limits
-    if format is not None and format not in PARSERS:
-        known = ", ".join(repr(name) for name in PARSERS)
+    if format is not None and format not in _parse_format.PARSERS:
+        known = ", ".join(repr(name) for name in _parse_format.PARSERS)
         raise ValueError(f"format is one of {known} (or None to detect it), got {format!r}")
 
     def operator(source: Observable[bytes]) -> Observable[Batch[Signal]]:
