@@ -43,7 +43,7 @@ def _chat_read(chain: Chain, piece: bytes) -> bool:
     decoded = _decoded(_chat, parser, piece)
     if decoded is None:
         return False
-    chunks, complete, tail = decoded
+    chunks, buf, cut = decoded
     close, out = chain.close, chain.out
     limit = close.limits.max_text_bytes
     text_index = chain.coalesce.text_index
@@ -89,9 +89,9 @@ def _chat_read(chain: Chain, piece: bytes) -> bool:
         elif content is not None:
             break
         applied += 1
-    if applied == len(chunks) and not tail:  # the whole read, nothing left open
+    if applied == len(chunks) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
-    return _finish(chain, parser, complete, tail, applied, len(chunks))
+    return _finish(chain, parser, buf, cut, applied, len(chunks))
 
 
 # -- the Messages API -------------------------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def _messages_read(chain: Chain, piece: bytes) -> bool:
     decoded = _decoded(_messages, parser, piece, _MESSAGES_HEADERS)
     if decoded is None:
         return False
-    events, complete, tail = decoded
+    events, buf, cut = decoded
     blocks = parser.blocks
     close, out = chain.close, chain.out
     limit = close.limits.max_text_bytes
@@ -164,9 +164,9 @@ def _messages_read(chain: Chain, piece: bytes) -> bool:
         else:
             break
         applied += 1
-    if applied == len(events) and not tail:  # the whole read, nothing left open
+    if applied == len(events) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
-    return _finish(chain, parser, complete, tail, applied, len(events))
+    return _finish(chain, parser, buf, cut, applied, len(events))
 
 
 # -- the Responses API ------------------------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def _responses_read(chain: Chain, piece: bytes) -> bool:
     decoded = _decoded(_responses, parser, piece)
     if decoded is None:
         return False
-    events, complete, tail = decoded
+    events, buf, cut = decoded
     calls = parser.calls
     close, out = chain.close, chain.out
     limit = close.limits.max_text_bytes
@@ -228,9 +228,9 @@ def _responses_read(chain: Chain, piece: bytes) -> bool:
             break
         applied += 1
     parser.admit(admitted)
-    if applied == len(events) and not tail:  # the whole read, nothing left open
+    if applied == len(events) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
-    return _finish(chain, parser, complete, tail, applied, len(events))
+    return _finish(chain, parser, buf, cut, applied, len(events))
 
 
 HOT_READS: dict[type, HotRead] = {

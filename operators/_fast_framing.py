@@ -21,12 +21,12 @@ _DATA = b"data: "
 
 
 def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
-            ) -> tuple[list[Any], bytes, bytes] | None:
-    """The read's complete events decoded, the framing's open line taken over: ``(values, complete events, tail)``,
-    or None when the read is not plain (``headers``: the only headers accepted, when given). One event (how a live
-    stream arrives) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first, raising inside)
-    and is decoded alone; several are split with one ``split`` and each decoded alone, exactly as the general path
-    decodes them."""
+            ) -> tuple[list[Any], bytes, int] | None:
+    """The read's complete events decoded, the framing's open line taken over: ``(values, the read, where its last
+    event ends)``, or None when the read is not plain (``headers``: the only headers accepted, when given). One event
+    (how a live stream arrives) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first,
+    raising inside) and is decoded alone; several are split with one ``split`` and each decoded alone, exactly as the
+    general path decodes them."""
     if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending
@@ -48,14 +48,13 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
             single = buf[len(header) : cut]
     else:
         return None
-    complete = buf[:cut]
     try:
         if single is not None:
             values: list[Any] = [decoder.decode(single)]
         else:
-            payloads = complete[len(header) :].split(b"\n\n" + header)
+            payloads = buf[len(header) : cut].split(b"\n\n" + header)
             lines = header.count(b"\n")  # every newline is one of the events' own: no other line anywhere
-            if complete.count(b"\n") != (len(payloads) - 1) * (2 + lines) + lines:
+            if buf.count(b"\n", 0, cut) != (len(payloads) - 1) * (2 + lines) + lines:
                 return None
             decode = decoder.decode
             values = [decode(payload) for payload in payloads]
@@ -64,13 +63,15 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
     if pending:
         pending.clear()
     parser.open_bytes = 0
-    return values, complete, buf[cut + 2 :]
+    return values, buf, cut
 
 
-def finish(chain: Chain, parser: SseFraming, complete: bytes, tail: bytes, applied: int, total: int) -> bool:
-    """After ``applied`` of ``total`` events: the rest of the read to the general path, or the tail kept open."""
+def finish(chain: Chain, parser: SseFraming, buf: bytes, cut: int, applied: int, total: int) -> bool:
+    """After ``applied`` of ``total`` events (those ending at ``cut``): the rest of the read to the general path, or
+    the tail kept open."""
+    tail = buf[cut + 2 :]
     if applied < total:
-        rest = complete.split(b"\n\n", applied)[applied]
+        rest = buf[:cut].split(b"\n\n", applied)[applied]
         chain.general(rest + b"\n\n" + tail)
     elif tail:
         end = tail.rfind(b"\n")

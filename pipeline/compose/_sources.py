@@ -98,8 +98,11 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
             try:
                 for piece in pieces:
                     observer.on_next(piece)
-                    if stopped():  # checked before the next read is pulled
+                    if disposed:  # stopped() inlined: checked before the next read is pulled
                         return
+                    for subscriber in subscribers:
+                        if getattr(subscriber, "is_disposed", False):
+                            return
             except Exception as exc:  # a failing file or iterator ends the response, it does not escape
                 if not stopped():
                     observer.on_error(exc)
