@@ -25,6 +25,9 @@ from typing import Any
 
 import pipeline
 from benchmarks._format_streams import GENERATORS, fragments, payloads, texts
+from benchmarks._format_streams import chat as chat  # re-exported: the streams (benchmarks.format_repair uses them)
+from benchmarks._format_streams import messages as messages
+from benchmarks._format_streams import responses as responses
 from operators import Finish
 
 PIECE = 4096

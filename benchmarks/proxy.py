@@ -1,7 +1,7 @@
-"""What sanitizing costs a client: added latency per event and throughput, through ``SanitizingTransport`` and
-through ``llm-stream proxy``, against a direct connection to the same loopback emulator.
+"""What sanitizing costs a client: added latency per event, CPU per event and throughput, through
+``SanitizingTransport`` and through ``llm-stream proxy``, against a direct connection to the same loopback emulator.
 
-    python -m benchmarks.proxy [--runs 20] [--events 50] [--drip-ms 2] [--big 20000]
+    python -m benchmarks.proxy [--runs 20] [--events 50] [--drip-ms 2] [--big 20000] [--rounds 5]
 
 The emulator runs in a child process (``_emulator_proc``), the proxy in another (``python -m pipeline.cli proxy``),
 the client here, each with its own interpreter. Latency: a generated stream of ``--events`` text deltas, one every
@@ -9,7 +9,11 @@ the client here, each with its own interpreter. Latency: a generated stream of `
 from the moment the request was sent, minus k x drip (its place in the schedule): the event's lateness. Printed as
 p50 and p99 over every event of every run, per path, at 1 stream and at 100 concurrent streams; the added latency of
 a path is its percentile minus the direct one. Throughput: one stream of ``--big`` text deltas with no pause, read
-to its end: events per second on each path and the ratio to direct.
+to its end: events per second on each path and the ratio to direct. CPU per event: in each of ``--rounds``
+interleaved rounds of the throughput stream, this process's CPU time (the client, plus the transport on that path)
+and the proxy child's CPU time, divided by the events; the added CPU of a path is its median minus direct's. The
+repairer alone (``ChatRepair`` fed the stream in one-event reads, as the latency runs deliver it) is timed the same
+way.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil  # type: ignore[import-untyped]
 
 from pipeline import SanitizingTransport
+from pipeline.sanitize import ChatRepair
 
 from ._emulator_proc import ROOT, EmulatorProcess
 
@@ -66,6 +73,11 @@ class ProxyProcess:
         assert self._process.stdout is not None
         banner = self._process.stdout.readline()
         self.base_url = banner.split("base_url ", 1)[1].split(" ", 1)[0]
+        self.process = psutil.Process(self._process.pid)
+
+    def cpu_s(self) -> float:
+        times = self.process.cpu_times()
+        return float(times.user + times.system)
 
     def close(self) -> None:
         self._process.terminate()  # our own child, by its handle
@@ -118,11 +130,29 @@ def _lateness(runs: dict[str, list[list[float]]], drip_s: float) -> dict[str, tu
     return result
 
 
-async def _throughput(make: ClientFactory, url: str, headers: dict[str, str]) -> tuple[float, int]:
+async def _throughput(
+    make: ClientFactory, url: str, headers: dict[str, str], proxy: ProxyProcess
+) -> tuple[float, int, float, float]:
+    """Seconds, events, this process's CPU seconds and the proxy's CPU seconds of one read of the big stream."""
     async with make() as client:
-        started = time.perf_counter()
+        started, cpu, proxy_cpu = time.perf_counter(), time.process_time(), proxy.cpu_s()
         offsets = await _offsets(client, url, headers)
-        return time.perf_counter() - started, len(offsets)
+        return time.perf_counter() - started, len(offsets), time.process_time() - cpu, proxy.cpu_s() - proxy_cpu
+
+
+def _repair_us(stream: bytes, rounds: int) -> float:
+    """Median CPU microseconds per event of ``ChatRepair`` alone, fed one event per read."""
+    events = stream.split(b"\n\n")
+    pieces = [e + b"\n\n" for e in events if e]
+    results = []
+    for _ in range(rounds):
+        repair = ChatRepair()
+        started = time.process_time()
+        for piece in pieces:
+            repair.feed(piece)
+        repair.close()
+        results.append((time.process_time() - started) / len(pieces) * 1e6)
+    return statistics.median(results)
 
 
 def _clients(emulator: str, proxy: str) -> dict[str, tuple[ClientFactory, str]]:
@@ -152,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--drip-ms", type=float, default=2.0, help="pause between events (default 2 ms)")
     parser.add_argument("--concurrent", type=int, default=100, help="concurrent streams (default 100)")
     parser.add_argument("--big", type=int, default=20000, help="text events of the throughput stream")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved throughput rounds (default 5)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         small, big = Path(tmp) / "small.sse", Path(tmp) / "big.sse"
@@ -173,9 +204,15 @@ def main(argv: list[str] | None = None) -> None:
                     measured = asyncio.run(_latency(paths, replay | {"x-emulator-file": str(small)}, runs, streams))
                     report[f"latency_{streams}"] = _lateness(measured, args.drip_ms / 1000)
                 fast = {"x-emulator-profile": "replay", "x-emulator-file": str(big)}
+                rounds: dict[str, list[tuple[float, int, float, float]]] = {name: [] for name in paths}
+                for _ in range(args.rounds):
+                    for name, (make, url) in paths.items():
+                        rounds[name].append(asyncio.run(_throughput(make, url, fast, proxy)))
                 report["throughput"] = {
-                    name: asyncio.run(_throughput(make, url, fast)) for name, (make, url) in paths.items()
+                    name: tuple(statistics.median(r[i] for r in measured) for i in range(4))
+                    for name, measured in rounds.items()
                 }
+                report["repair_us"] = _repair_us(big.read_bytes(), args.rounds)
             finally:
                 proxy.close()
     _print(report, args)
@@ -189,11 +226,16 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
         for name, (p50, p99) in report[key].items():
             added = "" if name == "direct" else f"   added p50 {p50 - d50:+7.3f}  p99 {p99 - d99:+8.3f}"
             print(f"  {streams:>3} stream(s)  {name:<10} p50 {p50:7.3f}  p99 {p99:8.3f}{added}")
-    direct_s, _ = report["throughput"]["direct"]
-    print(f"throughput ({args.big:,} text events, no pause)")
-    for name, (seconds, events) in report["throughput"].items():
+    direct_s, _, direct_cpu, _ = report["throughput"]["direct"]
+    print(f"throughput and CPU ({args.big:,} text events, no pause; medians of {args.rounds} interleaved rounds)")
+    for name, (seconds, events, cpu, proxy_cpu) in report["throughput"].items():
         rate = events / seconds
-        print(f"  {name:<10} {seconds:6.3f} s  {rate:10,.0f} events/s   time ratio to direct {seconds / direct_s:5.2f}")
+        client_us = cpu / events * 1e6
+        added = (cpu - direct_cpu) / events * 1e6 + (proxy_cpu / events * 1e6 if name == "proxy" else 0.0)
+        print(f"  {name:<10} {seconds:6.3f} s  {rate:10,.0f} events/s   time ratio to direct {seconds / direct_s:5.2f}"
+              f"   client CPU {client_us:5.2f} us/event   proxy CPU {proxy_cpu / events * 1e6:5.2f} us/event"
+              f"   added CPU {added:+5.2f} us/event")
+    print(f"ChatRepair alone, one event per read: {report['repair_us']:.2f} us/event (median of {args.rounds})")
 
 
 if __name__ == "__main__":

@@ -10,48 +10,11 @@ Three public faces: this module (the operators, the chunk protocol, the codes, `
 ``operators.wire`` (the typed wire values ``parse_sse`` decodes) and ``operators.extend`` (the kit for a custom
 operator among the rules, and for a custom byte source).
 
-parse_sse()
-    Bytes split anywhere to typed wire values; ``[DONE]`` to ``Done``; malformed, in-band errors and a cut stream to
-    ``Halt``::
-
-        bytes: --"data: {c}\\n\\nda"--"ta: [DONE]\\n\\n"--|
-        out:   --[c]-------------------[Done]|
-
-coalesce_identity()
-    Which block each fragment belongs to, and each tool call's identity. ``id``/``name`` are accepted only as
-    non-empty strings and never concatenated::
-
-        in:   --[call0 id=a name=Glob args='']--[call0 id='' name=null args='{}']--|
-        out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']------|
-
-accumulate_arguments()
-    Arguments fragments concatenate per call; ``null`` adds nothing::
-
-        in:   --[frag '{"a"', frag null]--[frag ':1}', Done]--|
-        out:  --[delta '{"a"', delta '']--[delta ':1}', state '{"a":1}', Done]--|
-
-close_on_done()
-    Block-ends, usage and the finish wait for ``Done``; an unidentified call is refused with ``MALFORMED_TOOL_CALL``
-    after the usage, and no block-end is emitted::
-
-        in:   --[start 0, delta]--[usage]--[Done]--|
-        out:  --[start 0, delta]--[]-------[end 0, usage, pending finish]|
-        in:   --[start 0 tool-call, delta id='' name=None]--[usage]--[Done]--|
-        out:  --[start 0 tool-call, delta]-------------------[]------[usage, finish error MALFORMED_TOOL_CALL]|
-
-classify_finish()
-    The wire ``finish_reason`` to a FinishReason; a stop without any block is ``EMPTY_RESPONSE``::
-
-        in:   --[usage, pending 'stop']--|     (no block opened)
-        out:  --[usage, finish error EMPTY_RESPONSE]|
-
-retry_when_retryable(policy)
-    Re-subscribes after a retryable error finish, passing the attempt's usage on and emitting ``retry`` instead of
-    the finish::
-
-        attempt 1: --[usage, finish error MALFORMED_TOOL_CALL]|
-        attempt 2:                                  --[start, delta, end, usage, finish stop]|
-        out:       --[usage, retry 1]----(delay)----[start, delta, end, usage, finish stop]|
+The operators, in the order of the default chain: ``parse_sse`` (or ``parse_stream`` for a named or detected wire
+format: ``parse_messages_sse``, ``parse_responses_sse``), ``coalesce_identity``, ``accumulate_arguments``,
+``close_on_done``, ``classify_finish``, and ``retry_when_retryable`` around each attempt. Each factory's docstring
+carries its rule and its marble diagram (``help(operators.coalesce_identity)``); docs/operators.md is generated from
+them by ``scripts/gen_docs.py``.
 """
 
 from ._accumulate_arguments import accumulate_arguments
@@ -81,6 +44,7 @@ from ._close_on_done import close_on_done
 from ._coalesce_identity import coalesce_identity
 from ._codes import CODES, DEFAULT_RETRYABLE_CODES, Code, CodeInfo
 from ._exceptions import LlmStreamError
+from ._faces import publish as _publish
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
 from ._parse_messages import parse_messages_sse
@@ -137,3 +101,5 @@ __all__ = [
     "parse_stream",
     "retry_when_retryable",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

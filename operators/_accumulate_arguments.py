@@ -8,10 +8,8 @@ precedes it, so ``close_on_done`` can close or refuse each call. A fragment taki
 ``limits.max_arguments_bytes`` (UTF-8), or a tool-call block-start past ``limits.max_tool_calls``, is not emitted: a
 ``Halt(LIMIT_EXCEEDED)`` ends the stage instead (docs/decisions/0014-limits.md).
 
-Marble (``f(x)`` a fragment with arguments x; ``D`` Done)::
-
-    in:   --[f('{"a"'), f(null)]--[f(':1}'), D]--|
-    out:  --[d('{"a"'), d('')]----[d(':1}'), state('{"a":1}'), D]--|
+The marble diagram is on the factory: ``help(operators.accumulate_arguments)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -109,7 +107,21 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
 
 
 def accumulate_arguments(limits: Limits | None = None) -> Rule:
-    """Tool fragments to ``tool-call-delta`` chunks, and each call's arguments at ``Done``.
-    ``limits.max_arguments_bytes`` bounds one call's arguments, ``limits.max_tool_calls`` the calls."""
+    """Arguments fragments concatenate per call; ``null`` adds nothing::
+
+        in:   --[frag '{"a"', frag null]--[frag ':1}', Done]--|
+        out:  --[delta '{"a"', delta '']--[delta ':1}', state '{"a":1}', Done]--|
+
+    Guarantees: one ``tool-call-delta`` per wire tool-call entry, carrying the identity known so far (``id`` ``""``
+    until known, ``name`` only once known); the arguments stay a raw string, never parsed; at ``Done``, one
+    ``ToolCallState`` per call in opening order precedes it; the joined deltas of a call equal its final arguments.
+
+    Limits (``accumulate_arguments(limits)``): a fragment that would take one call's arguments past
+    ``limits.max_arguments_bytes`` (8 MiB, UTF-8 bytes) is neither emitted nor kept; a tool-call ``block-start`` past
+    ``limits.max_tool_calls`` (128) is not emitted. Either emits ``Halt(LIMIT_EXCEEDED)`` and finishes;
+    ``close_on_done`` turns it into the usage seen, then the error finish, with no block-end.
+
+    Decision notes: docs/decisions/0003-accumulate-arguments.md, docs/decisions/0014-limits.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _AccumulateArguments(chosen))

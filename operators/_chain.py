@@ -57,9 +57,12 @@ class Chain:
     __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "hot", "hot_reads", "out",
                  "parser", "subject")
 
-    def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead]) -> None:
+    def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead], *,
+                 comments: bool = False) -> None:
         parsers = _parse_format.PARSERS  # looked up now, as parse_stream does
-        self.parser: BaseStage[bytes, Signal] = _Detect(limits) if format is None else parsers[format](limits)
+        self.parser: BaseStage[bytes, Signal] = (
+            _Detect(limits, comments=comments) if format is None else parsers[format](limits, comments=comments)
+        )
         stages = [make(limits) for make in DEFAULT_STAGES]
         # the fast path knows these four stages; a default chain of other stages runs on the general path only
         self.hot_reads = hot_reads if tuple(map(type, stages)) == _KNOWN else {}

@@ -121,20 +121,26 @@ class FinishReason:
         return cls("error", Failure(code, message, **facts))
 
 
+_USAGE_KEYS = (
+    "input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"
+)
+
+
 @attrs.frozen
 class Usage:
-    """Token accounting with disjoint counts: billed input is input + cache_read + cache_write."""
+    """Token accounting with disjoint counts: billed input is input + cache_read + cache_write. A count the wire did
+    not give, or gave invalid, is ``None`` and left out of the JSON: unknown, never 0 (decision 0046)."""
 
-    input_tokens: int | float
-    output_tokens: int | float
+    input_tokens: int | float | None
+    output_tokens: int | float | None
     total_tokens: int | None = None
     cache_read_tokens: int | float | None = None
     cache_write_tokens: int | float | None = None
     reasoning_tokens: int | float | None = None
 
     def to_json(self) -> Json:
-        out: Json = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
-        for key in ("total_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        out: Json = {}
+        for key in _USAGE_KEYS:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -146,9 +152,12 @@ class Usage:
                 return None
             return (a or 0) + (b or 0)
 
+        def both(a: int | float | None, b: int | float | None) -> Any:  # a sum with an unknown part is unknown
+            return None if a is None or b is None else a + b
+
         return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+            input_tokens=both(self.input_tokens, other.input_tokens),
+            output_tokens=both(self.output_tokens, other.output_tokens),
             total_tokens=add(self.total_tokens, other.total_tokens)
             if self.total_tokens is not None and other.total_tokens is not None
             else None,
@@ -160,8 +169,8 @@ class Usage:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Usage:
         return cls(
-            input_tokens=data["input_tokens"],
-            output_tokens=data["output_tokens"],
+            input_tokens=data.get("input_tokens"),
+            output_tokens=data.get("output_tokens"),
             total_tokens=data.get("total_tokens"),
             cache_read_tokens=data.get("cache_read_tokens"),
             cache_write_tokens=data.get("cache_write_tokens"),

@@ -14,12 +14,8 @@ rewritten, even with zero blocks. A stream whose model answered in ``delta.refus
 carrying the refusal text. The usage was already emitted before the finish, so the refusal comes after the attempt's
 billed usage.
 
-Marble (``P(x)`` PendingFinish with wire reason x)::
-
-    in:   --[start 0 text, delta]--[end 0, P('stop')]--|
-    out:  --[start 0 text, delta]--[end 0, finish stop]--|
-    in:   --[usage, P('stop')]--|                (no block was opened)
-    out:  --[usage, finish error EMPTY_RESPONSE]--|
+The marble diagram is on the factory: ``help(operators.classify_finish)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -86,5 +82,16 @@ class _ClassifyFinish(BaseStage[Batch[Signal], Signal]):
 
 
 def classify_finish() -> Rule:
-    """Pending finishes to classified ``finish`` chunks (see the module docstring)."""
+    """The wire ``finish_reason`` to a ``FinishReason``; a stop without any block is ``EMPTY_RESPONSE``::
+
+        in:   --[usage, pending 'stop']--|     (no block opened)
+        out:  --[usage, finish error EMPTY_RESPONSE]|
+
+    Guarantees: ``stop`` (or none) ``stop``, ``tool_calls``/``function_call`` ``tool-calls``, ``length`` ``max-tokens``,
+    ``content_filter`` error ``CONTENT_FILTER``, anything else an upper-cased error code; a ``stop`` with no block ever
+    opened is ``EMPTY_RESPONSE`` (reasoning counts as content); a model that answered in ``delta.refusal`` ends with
+    error ``REFUSAL`` carrying the text; usage stays before the finish.
+
+    Decision note: docs/decisions/0005-classify-finish.md.
+    """
     return stage_operator(_ClassifyFinish)

@@ -19,10 +19,8 @@ Rule (docs/decisions/0004-close-on-done.md):
   crosses it is not emitted, the texts are dropped, and the usage seen then ``LIMIT_EXCEEDED`` end the response with
   no block-end (docs/decisions/0014-limits.md).
 
-Marble (``s`` block-start, ``d`` deltas, ``u`` usage seen, ``D`` Done)::
-
-    in:   --[s0, d0]--[u]--[D]------------------|
-    out:  --[s0, d0]--[]---[end0, usage, pending-finish]|
+The marble diagram is on the factory: ``help(operators.close_on_done)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -180,7 +178,27 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
 
 
 def close_on_done(limits: Limits | None = None) -> Rule:
-    """Holds block-ends, usage and the finish until ``Done``; refuses unidentified tool calls.
-    ``limits.max_text_bytes`` bounds the text and reasoning of the response."""
+    """Block-ends, usage and the finish wait for ``Done``; an unidentified call is refused with ``MALFORMED_TOOL_CALL``
+    after the usage, and no block-end is emitted::
+
+        in:   --[start 0, delta]--[usage]--[Done]--|
+        out:  --[start 0, delta]--[]-------[end 0, usage, pending finish]|
+        in:   --[start 0 tool-call, delta id='' name=None]--[usage]--[Done]--|
+        out:  --[start 0 tool-call, delta]-------------------[]------[usage, finish error MALFORMED_TOOL_CALL]|
+
+    Guarantees: nothing closes before ``Done``; at ``Done`` block-ends in opening order, then the last usage, then the
+    (pending) finish; usage precedes every finish, error finishes included; a call lacking its id or name at ``Done``
+    refuses the whole response (``MALFORMED_TOOL_CALL``, naming the wire index and the missing fields) with no
+    block-end (a deliberate choice, docs/decisions/0004-close-on-done.md); ``Halt``, a transport ``StreamFailure``
+    (``ABORTED`` as an ``aborted`` finish) or any other upstream error give usage then the error finish; nothing after
+    ``Done`` is read.
+
+    Limits (``close_on_done(limits)``): all text and reasoning deltas of the response together, in UTF-8 bytes, are
+    bounded by ``limits.max_text_bytes`` (16 MiB); the delta that crosses it is not emitted, the block texts are
+    dropped, and the response ends with the usage seen, then ``finish error LIMIT_EXCEEDED`` naming ``max_text_bytes``
+    and the count, with no block-end. A ``Halt(LIMIT_EXCEEDED)`` from upstream ends the same way.
+
+    Decision notes: docs/decisions/0004-close-on-done.md, docs/decisions/0014-limits.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _CloseOnDone(chosen))

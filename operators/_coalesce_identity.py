@@ -7,7 +7,9 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   ``non-string-identity``). Identity is never concatenated. A different non-empty name for an established call keeps
   the first (``conflicting-identity``): a call keeps the identity its first delta established.
 - Calls are correlated by wire ``index``, except that a non-empty id different from the one established at that index
-  starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A delta without ``index`` joins
+  starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A new wire index is always a
+  new call: an id another call already owns is refused there (``duplicate-id``; the call stays unidentified and the
+  response ends ``MALFORMED_TOOL_CALL``), so two calls claiming one id are never merged. A delta without ``index`` joins
   the call its non-empty id names, else the most recent call (``missing-index``). A sparse first index is fine.
 - Blocks get indices 0, 1, 2, ... in order of first appearance, one counter shared by text, reasoning and tool calls.
 - Reasoning (docs/decisions/0002-coalesce-identity.md, docs/decisions/0010-corpus-extensions.md):
@@ -20,12 +22,12 @@ Rule (docs/decisions/0002-coalesce-identity.md):
   encrypted reasoning opens a block when none is open, as a ``redacted_thinking`` block has no text), and reasoning
   after it opens a new block.
 - Per chunk the order is reasoning, content, tool calls, finish reason; then usage (``x_groq.usage`` when the chunk has
-  no top-level usage). Only choice 0 is the message; other choices (``n`` > 1) are reported as ``extra-choice``.
+  no top-level usage), merged with the earlier usage (decision 0012); a merged usage with neither a valid input nor a
+  valid output count is reported only as ``invalid-usage``, never as 0/0 (decision 0046). Only choice 0 is the
+  message; other choices (``n`` > 1) are reported as ``extra-choice``.
 
-Marble (``c1`` opens call a/Glob, ``c2`` repeats the name as ``""``)::
-
-    in:   --[c1]------------------------[c2]--------------------------|
-    out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']--|
+The marble diagram is on the factory: ``help(operators.coalesce_identity)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
 from ._signals import FinishSeen, ReasoningEnd, ReasoningSeal, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
 from ._stage import BaseStage, Batch, stage_operator
 from ._usage import checked_usage, merge_usage
+from ._usage_keys import counts_anything
 from ._wire import UNSET, WireChunk, WireDelta, WireToolCall, WireUsage
 
 __all__ = ["coalesce_identity"]
@@ -134,11 +137,14 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         if usage is None and chunk.x_groq is not None:
             usage = chunk.x_groq.usage
         if usage is not None:
-            self.usage = merged = merge_usage(self.usage, usage)
+            kept: list[str] = []
+            self.usage = merged = merge_usage(self.usage, usage, kept)
             mapped, dropped = checked_usage(merged)
+            dropped = [f"{count} (the earlier valid count kept)" for count in kept] + dropped
             if dropped:
                 out.append(Anomaly("invalid-usage", None, "usage counts dropped: " + ", ".join(dropped)))
-            out.append(UsageSeen(mapped))
+            if not dropped or counts_anything(merged):  # no valid count at all is no usage, never 0/0 (0046)
+                out.append(UsageSeen(mapped))
 
     def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content
@@ -213,11 +219,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
     def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
         if wire_index is not None:
             call = self.by_wire_index.get(wire_index)
-            if call is None:
-                call = self.by_id.get(new_id) if new_id is not None else None
-                if call is None:
-                    call = self._new_call(wire_index, out)
-                self.by_wire_index[wire_index] = call
+            if call is None:  # a new wire index is a new call, even with an id another call owns (then refused)
+                call = self.by_wire_index[wire_index] = self._new_call(wire_index, out)
             elif new_id is not None and call.id is not None and call.id != new_id:
                 known = self.by_id.get(new_id)
                 if known is not None:
@@ -272,5 +275,20 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
 
 
 def coalesce_identity() -> Rule:
-    """Wire chunks to block-level events with settled identity (see the module docstring)."""
+    """Which block each fragment belongs to, and each tool call's identity. ``id``/``name`` are accepted only as
+    non-empty strings and never concatenated::
+
+        in:   --[call0 id=a name=Glob args='']--[call0 id='' name=null args='{}']--|
+        out:  --[start 0 tool-call, frag 0 a/Glob '']--[frag 0 a/Glob '{}']------|
+
+    Guarantees: first non-empty id and name win, ``""``/``null``/non-strings are ignored (reported), a conflicting name
+    keeps the first; calls correlated by wire index, a new id at a used index is a new call (Ollama), an index-less
+    delta joins the call its id names or the latest call; block indices 0, 1, 2, ... shared by all kinds, in order of
+    first appearance; reasoning before content before tool calls within a delta; one text block and one reasoning block;
+    the first ``reasoning_content: ""`` opens nothing; ``reasoning_content``, else ``reasoning``, else (only when
+    neither is present) ``reasoning_details[].text``; Mistral's list content split into text and thinking; only choice 0
+    is the message (``extra-choice``); usage from ``usage``, else ``x_groq.usage``.
+
+    Decision notes: docs/decisions/0002-coalesce-identity.md, docs/decisions/0010-corpus-extensions.md.
+    """
     return stage_operator(_CoalesceIdentity)

@@ -11,19 +11,22 @@ is generated from ``CODES`` and a test fails when the two drift apart.
     │   ├── SERVER ................ HTTP >= 500; an in-band error without a status
     │   ├── TIMEOUT ............... no byte for the idle timeout (any wait); the attempt's total deadline
     │   ├── TRANSPORT ............. the connection failed or broke
-    │   └── STREAM_CLOSED ......... the bytes ended before [DONE] (and before any finish_reason)
+    │   └── STREAM_CLOSED ......... the bytes (or [DONE]) ended before the format's end and before any finish;
+    │                               a Messages message_start inside an open message (the first was cut)
     └── not retryable by default
         ├── AUTH .................. HTTP 401 / 403
         ├── QUOTA ................. quota or balance wording; HTTP 402 in-band
         ├── INVALID_REQUEST ....... HTTP 400 / 413
         ├── CONTEXT_WINDOW_EXCEEDED HTTP 400 with context-overflow wording
         ├── HTTP_<status> ......... any other non-2xx status
-        ├── MALFORMED_RESPONSE .... a payload that is not JSON or has the wrong shape; a non-SSE 2xx body
-        ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, arguments, text, calls, error body)
+        ├── MALFORMED_RESPONSE .... a payload that is not JSON or has the wrong shape; a non-SSE 2xx body; a
+        │                           stream of another wire format than the one read (named in the message)
+        ├── LIMIT_EXCEEDED ........ a response crossed one of its Limits (event, ignored lines, arguments, text, ...)
         ├── CONTENT_FILTER ........ finish_reason "content_filter"
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
         ├── PAUSE_TURN ............ a Messages stop_reason "pause_turn": the provider paused a long server-tool turn
         ├── UNSUPPORTED_OUTPUT .... a response asking the client to act on an item the protocol cannot carry
+        │                           (custom_tool_call, a client-executed tool_search_call...)
         ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
         ├── ABORTED ............... the caller cancelled (an "aborted" finish, never retried)
         └── UNKNOWN ............... an unexpected exception inside the pipeline
@@ -90,7 +93,13 @@ _ROWS = (
         "and headers, or reading any body; or the attempt's total_timeout (default 600 s) passed",
     ),
     CodeInfo(Code.TRANSPORT, True, "the connection could not be made or broke mid-stream"),
-    CodeInfo(Code.STREAM_CLOSED, True, "the bytes ended before [DONE] and before any finish_reason (parse_sse)"),
+    CodeInfo(
+        Code.STREAM_CLOSED,
+        True,
+        "the bytes ended before [DONE] and before any finish_reason (parse_sse); a Messages or Responses stream ended "
+        "(at the end of the bytes or at a data: [DONE]) before its own end event and before any stop reason; a "
+        "Messages message_start with another id inside the open message (the first message was cut)",
+    ),
     CodeInfo(Code.AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),
     CodeInfo(Code.QUOTA, False, "quota, balance or credit wording in the error; HTTP 402 in-band"),
     CodeInfo(
@@ -100,12 +109,14 @@ _ROWS = (
     CodeInfo("HTTP_<status>", False, "any other non-2xx HTTP status, for example HTTP_404"),
     CodeInfo(Code.MALFORMED_RESPONSE,
         False,
-        "a payload that is not JSON or has the wrong shape (parse_sse); a 2xx body that is not SSE",
+        "a payload that is not JSON or has the wrong shape (parse_sse); a 2xx body that is not SSE; a stream of "
+        "another wire format than the one read (a chat-completions stream read as Responses...): the message names "
+        "the format seen and the format= that reads it; the same request would get the same bytes",
     ),
     CodeInfo(Code.LIMIT_EXCEEDED,
         False,
-        "one SSE line or event, one call's arguments, the response's text, its tool calls or an error body crossed "
-        "its Limits value; the message names the limit and the value",
+        "one SSE line or event, the lines carrying nothing, one call's arguments, the response's text, its tool "
+        "calls or an error body crossed its Limits value; the message names the limit and the value",
     ),
     CodeInfo(Code.CONTENT_FILTER, False, 'finish_reason "content_filter" (classify_finish)'),
     CodeInfo(Code.REFUSAL, False, "the model answered in delta.refusal instead of content (classify_finish)"),
@@ -119,7 +130,8 @@ _ROWS = (
         Code.UNSUPPORTED_OUTPUT,
         False,
         "a Responses output item the client must act on that is not a function call (custom_tool_call, "
-        "local_shell_call, computer_call, mcp_approval_request...): the same request would get it again",
+        "local_shell_call, computer_call, mcp_approval_request, a tool_search_call with execution client...), "
+        "named in the message: the same request would get it again",
     ),
     CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
     CodeInfo(Code.ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),

@@ -72,7 +72,7 @@ def finish(chain: Chain, parser: SseFraming, buf: bytes, cut: int, applied: int,
     tail = buf[cut + 2 :]
     if applied < total:
         rest = buf[:cut].split(b"\n\n", applied)[applied]
-        chain.general(rest + b"\n\n" + tail)
+        _hand_over(chain, parser, rest + b"\n\n" + tail)
     elif tail:
         end = tail.rfind(b"\n")
         if end < 0:
@@ -82,8 +82,17 @@ def finish(chain: Chain, parser: SseFraming, buf: bytes, cut: int, applied: int,
             parser.pending.append(tail)
             parser.open_bytes = len(tail) - end - 1
         else:
-            chain.general(tail)
+            _hand_over(chain, parser, tail)
     return True
+
+
+def _hand_over(chain: Chain, parser: SseFraming, rest: bytes) -> None:
+    """The rest of a read to the general path as one framing pass, whatever its length (the framing slices a long
+    read, and what it reports after a finish depends on the slice): all but its last line end waits as the open line,
+    the last line end arrives as the read."""
+    end = rest.rfind(b"\n")
+    parser.pending.append(rest[:end])
+    chain.general(rest[end:])
 
 
 def _inert(lines: bytes) -> bool:

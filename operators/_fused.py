@@ -26,13 +26,17 @@ from ._fast_formats import HOT_READS
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import Format
 from ._signals import Signal
+from ._sse_framing import SLICE
 from ._stage import Batch, Operator, _subscribing
 
 __all__ = ["default_chain"]
 
 
-def default_chain(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """``parse_stream(format, limits)`` and the default rules as one operator (see the module docstring)."""
+def default_chain(
+    format: Format | None = None, limits: Limits | None = None, *, comments: bool = False
+) -> Operator[bytes, Batch[Signal]]:
+    """``parse_stream(format, limits, comments=comments)`` and the default rules as one operator (see the module
+    docstring)."""
     chosen = DEFAULT_LIMITS if limits is None else limits
     if format is not None and format not in _parse_format.PARSERS:
         known = ", ".join(repr(name) for name in _parse_format.PARSERS)
@@ -42,7 +46,7 @@ def default_chain(format: Format | None = None, limits: Limits | None = None) ->
         def subscribe(
             observer: abc.ObserverBase[Batch[Signal]], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            chain = Chain(format, chosen, HOT_READS)
+            chain = Chain(format, chosen, HOT_READS, comments=comments)
             upstream = SingleAssignmentDisposable()
             stopped = False
 
@@ -65,9 +69,19 @@ def default_chain(format: Format | None = None, limits: Limits | None = None) ->
                 if stopped:
                     return
                 try:
-                    hot = chain.hot  # chain.read(piece) inlined: this runs once per read
-                    if hot is None or type(piece) is not bytes or not hot(chain, piece):
+                    hot = chain.hot  # this runs once per read
+                    if hot is None or type(piece) is not bytes:
                         chain.general(piece)
+                    elif len(piece) <= SLICE:
+                        if not hot(chain, piece):
+                            chain.general(piece)
+                    else:  # as the framing reads a long read: slice by slice, as separate reads
+                        for start in range(0, len(piece), SLICE):
+                            part = piece[start : start + SLICE]
+                            if not hot(chain, part):
+                                chain.general(part)
+                            if chain.ended is not False:
+                                break
                 except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
                     chain.ended = exc
                 out = chain.out

@@ -32,7 +32,10 @@ class Limits:
     - ``max_arguments_bytes``: one tool call's arguments, UTF-8 bytes (8 MiB);
     - ``max_text_bytes``: all text and reasoning of one response together, UTF-8 bytes (16 MiB);
     - ``max_tool_calls``: tool calls in one response (128);
-    - ``max_error_body_bytes``: the bytes of an error body read to classify it, after decompression (64 KiB).
+    - ``max_error_body_bytes``: the bytes of an error body read to classify it, after decompression (64 KiB);
+    - ``max_ignored_lines``: SSE lines that carry nothing (comment lines, blank lines that end no event, ``retry:``
+      and unknown fields; not ``data:``, ``event:``, ``id:``) in one response (100,000; docs/decisions/
+      0039-ignored-lines.md).
     """
 
     max_event_bytes: int = attrs.field(default=1 * MiB, validator=_positive_int)
@@ -40,6 +43,7 @@ class Limits:
     max_text_bytes: int = attrs.field(default=16 * MiB, validator=_positive_int)
     max_tool_calls: int = attrs.field(default=128, validator=_positive_int)
     max_error_body_bytes: int = attrs.field(default=64 * KiB, validator=_positive_int)
+    max_ignored_lines: int = attrs.field(default=100_000, validator=_positive_int)
 
 
 DEFAULT_LIMITS = Limits()
@@ -52,5 +56,5 @@ def limit_exceeded(name: str, value: int, limit: int, what: str) -> Failure:
     ``"one SSE line reached 1048577 bytes, over max_event_bytes=1048576"``; ``value`` is what was counted when the
     limit was crossed (not the full size of what was sent: the rest is never read).
     """
-    unit = "" if name == "max_tool_calls" else " bytes"
+    unit = " bytes" if name.endswith("_bytes") else ""
     return Failure(Code.LIMIT_EXCEEDED, f"{what} reached {value}{unit}, over {name}={limit}")

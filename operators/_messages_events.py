@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from ._exceptions import LlmStreamError
+from ._usage import is_count
 from ._wire import (
     UNSET,
     WireCompletionDetails,
@@ -77,13 +78,14 @@ def compact(value: object) -> str:
 
 
 def merge_into(merged: dict[str, Any], usage: object) -> bool:
-    """Merges one usage object into ``merged`` field by field (``null`` keeps the earlier value); False when it is
-    not an object."""
+    """Merges one usage object into ``merged`` field by field (``null``, or an invalid count after a valid one, keeps
+    the earlier value); False when it is not an object."""
     if not isinstance(usage, dict):
         return False
     for key, value in usage.items():
-        if value is not None:
-            merged[key] = value
+        if value is None or (isinstance(value, int | float) and not is_count(value) and is_count(merged.get(key))):
+            continue
+        merged[key] = value
     return True
 
 

@@ -1,6 +1,7 @@
 """``parse_stream``: the parse operator of a wire format, named or detected from the first event.
 
-Three formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume:
+Three formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume; each is one
+``WireParser`` record of ``PARSER_RECORDS`` (its name, detection and parser):
 
     "chat"       OpenAI-compatible chat completions (``parse_sse``)
     "messages"   the Anthropic-style Messages API stream (``parse_messages_sse``)
@@ -11,11 +12,11 @@ With no format given, the bytes are held until the first event that says which i
 ``response.*`` for Responses), else the first ``data:`` payload's ``type``; a payload without one (``choices``,
 ``[DONE]``, ``{"error": ...}``) is chat. Undecided when the bytes end (or past ``max_event_bytes`` of them): chat. The
 chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
+Detection is linear: each read's complete lines are looked at once (a long head of comment lines is not scanned
+again on every read).
 
-Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
-
-    bytes:  --"event: message_st"--"art\\ndata: {..}\\n\\n"--|
-    out:    --[]-------------------[c]--------------------|
+The marble diagram is on the factory: ``help(operators.parse_stream)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
+import attrs
 import msgspec
 
 from ._limits import DEFAULT_LIMITS, Limits
@@ -33,17 +35,12 @@ from ._parse_sse import chat_stage
 from ._signals import Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
 
-__all__ = ["FORMATS", "PARSERS", "Format", "detect_format", "parse_stream"]
+__all__ = ["FORMATS", "PARSERS", "PARSER_RECORDS", "Format", "WireParser", "detect_format", "parse_stream"]
 
 Format: TypeAlias = Literal["chat", "messages", "responses"]
-FORMATS: tuple[Format, ...] = ("chat", "messages", "responses")
 
-ParserStage = Callable[[Limits], BaseStage[bytes, Signal]]
-
-PARSERS: Mapping[str, ParserStage] = MappingProxyType(
-    {"chat": chat_stage, "messages": messages_stage, "responses": responses_stage}
-)
-"""Format name -> the stage factory of its parser (the formats this build reads)."""
+ParserStage = Callable[..., BaseStage[bytes, Signal]]
+"""``factory(limits, *, comments=False)``: a fresh parsing stage (``comments``: report comment lines as anomalies)."""
 
 _MESSAGES_TYPES = frozenset(
     {
@@ -58,12 +55,49 @@ _MESSAGES_TYPES = frozenset(
 )
 
 
+@attrs.frozen
+class WireParser:
+    """The operators side of one wire format: its name, how its first event is recognised, and its parser. The
+    pipeline side (the request it sends, ...) is ``pipeline.formats.WIRE_FORMATS``, keyed by the same names."""
+
+    name: Format
+    stage: ParserStage
+    """The stage factory of its parser (``parse_stream(name)`` wraps it)."""
+    owns_type: Callable[[bytes], bool]
+    """True for an ``event:`` name or a payload ``type`` only this format sends."""
+    owns_error: Callable[[object], bool]
+    """True when a payload of ``type: "error"`` with this ``error`` member is this format's error event."""
+
+
+def _never(_: object) -> bool:
+    return False
+
+
+PARSER_RECORDS: tuple[WireParser, ...] = (
+    WireParser("chat", chat_stage, _never, _never),  # the default: a payload without a type is chat
+    WireParser("messages", messages_stage, _MESSAGES_TYPES.__contains__, lambda error: isinstance(error, dict)),
+    WireParser(  # the Responses error event is flat; Messages nests the error object
+        "responses", responses_stage, lambda kind: kind.startswith(b"response."), lambda e: not isinstance(e, dict)
+    ),
+)
+"""One record per wire format, the default (chat) first: the registry ``FORMATS``, ``PARSERS`` and detection read."""
+
+FORMATS: tuple[Format, ...] = tuple(record.name for record in PARSER_RECORDS)
+
+PARSERS: Mapping[str, ParserStage] = MappingProxyType({record.name: record.stage for record in PARSER_RECORDS})
+"""Format name -> the stage factory of its parser (the formats this build reads)."""
+
+
 class _Typed(msgspec.Struct):
     type: str | None = None
     error: object = None
 
 
 _typed = msgspec.json.Decoder(_Typed)
+
+
+def _owner(kind: bytes) -> Format | None:
+    return next((record.name for record in PARSER_RECORDS if record.owns_type(kind)), None)
 
 
 def _of_payload(value: bytes) -> Format | None:
@@ -74,25 +108,22 @@ def _of_payload(value: bytes) -> Format | None:
     except msgspec.DecodeError:
         return "chat"  # the chat parser reports it as malformed
     kind = (payload.type or "").encode()
-    if kind.startswith(b"response."):
-        return "responses"
-    if kind in _MESSAGES_TYPES:
-        return "messages"
-    if kind == b"error":  # Messages nests the error object; the Responses error event is flat
-        return "messages" if isinstance(payload.error, dict) else "responses"
-    return "chat"
+    if kind == b"error":
+        return next((record.name for record in PARSER_RECORDS if record.owns_error(payload.error)), "chat")
+    return _owner(kind) or "chat"
 
 
 def detect_format(head: bytes) -> Format | None:
     """The format the first telling event of ``head`` names, or ``None`` while its complete lines say nothing."""
-    lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    for line in lines[:-1]:  # the last one may be incomplete
+    text = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    start = 0
+    while (end := text.find(b"\n", start)) != -1:  # the last line may be incomplete: never looked at
+        line = text[start:end] if text[start : start + 1] != b":" else b""  # a comment line costs nothing
+        start = end + 1
         if line.startswith(b"event:"):
-            name = line[6:].strip()
-            if name.startswith(b"response."):
-                return "responses"
-            if name in _MESSAGES_TYPES:
-                return "messages"
+            owner = _owner(line[6:].strip())
+            if owner is not None:
+                return owner
         elif line.startswith(b"data:"):
             found = _of_payload(line[5:].strip())
             if found is not None:
@@ -103,17 +134,19 @@ def detect_format(head: bytes) -> Format | None:
 class _Detect(BaseStage[bytes, Signal]):
     """Holds the bytes until the format is known, then hands them and the rest to that format's parser."""
 
-    __slots__ = ("finished", "head", "inner", "limits")
+    __slots__ = ("comments", "finished", "head", "inner", "limits", "scanned")
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, comments: bool = False) -> None:
         self.limits = limits
+        self.comments = comments
         self.head = bytearray()
+        self.scanned = 0  # the head's bytes up to the end of its last complete line: already looked at
         self.inner: BaseStage[bytes, Signal] | None = None
         self.finished = False  # the inner parser's, copied after each call
 
     def _start(self, chosen: Format, out: list[Signal]) -> None:
         factory = PARSERS.get(chosen, chat_stage)
-        self.inner = factory(self.limits)
+        self.inner = factory(self.limits, comments=self.comments)
         held = bytes(self.head)
         self.head.clear()
         if held:
@@ -126,14 +159,27 @@ class _Detect(BaseStage[bytes, Signal]):
             self.finished = self.inner.finished
             return
         self.head += batch
-        chosen = detect_format(bytes(self.head))
+        chosen = self._scan(final=False)
         if chosen is None and len(self.head) <= self.limits.max_event_bytes:
             return
         self._start(chosen or "chat", out)
 
+    def _scan(self, *, final: bool) -> Format | None:
+        """Detection over the lines completed since the last read (all the rest when ``final``)."""
+        head = self.head
+        start = self.scanned
+        stop = min(len(head), self.limits.max_event_bytes + 1)  # past it detection gives up: never scanned
+        end = stop if final else max(head.rfind(b"\n", start, stop), head.rfind(b"\r", start, stop)) + 1
+        if end <= start:
+            return None
+        # a CR ending the previous scan may have been half of a CRLF: its LF then starts an empty line, telling nothing
+        fresh = bytes(head[start:end])
+        self.scanned = end
+        return detect_format(fresh if not final else fresh + b"\n")
+
     def on_end(self, out: list[Signal]) -> None:
         if self.inner is None:
-            self._start(detect_format(bytes(self.head) + b"\n") or "chat", out)
+            self._start(self._scan(final=True) or "chat", out)
         assert self.inner is not None
         if not self.inner.finished:
             self.inner.on_end(out)
@@ -145,14 +191,25 @@ class _Detect(BaseStage[bytes, Signal]):
         return self.inner.on_failure(error, out)
 
 
-def parse_stream(format: Format | None = None, limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
-    event names when ``format`` is None. ``ValueError`` for a format this build does not read."""
+def parse_stream(
+    format: Format | None = None, limits: Limits | None = None, *, comments: bool = False
+) -> Operator[bytes, Batch[Signal]]:
+    r"""Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
+    event names when ``format`` is None. ``comments=True`` reports each comment line as a ``comment`` anomaly.
+    ``ValueError`` for a format this build does not read.
+
+    Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
+
+        bytes:  --"event: message_st"--"art\ndata: {..}\n\n"--|
+        out:    --[]-------------------[c]--------------------|
+
+    Decision note: docs/decisions/0026-format-detection.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
     if format is None:
-        return stage_operator(lambda: _Detect(chosen), accepts=(bytes, bytearray, memoryview))
+        return stage_operator(lambda: _Detect(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
     if format not in PARSERS:
         known = ", ".join(repr(name) for name in PARSERS)
         raise ValueError(f"format is one of {known} (or None to detect it), got {format!r}")
     factory = PARSERS[format]
-    return stage_operator(lambda: factory(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: factory(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

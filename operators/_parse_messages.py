@@ -25,12 +25,20 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
   not a JSON object with a string ``type``, or has fields of the wrong type, is ``MALFORMED_RESPONSE``.
 - The end of the bytes: complete ``data:`` lines of an event with no final blank line are still read
   (``unterminated-event``). Then, without ``message_stop``: after a stop reason, a ``missing-message-stop`` anomaly,
-  the finish and usage, ``Done(synthetic=True)``; before one, the usage so far and ``Halt(STREAM_CLOSED)``.
+  the finish and usage, ``Done(synthetic=True)``; before one, ``Halt(STREAM_CLOSED)``.
+- ``data: [DONE]`` (gateways fronting Anthropic-style endpoints add it) is a terminator, never a malformed payload
+  (decision 0043): where ``message_stop`` is missing it ends the stream as the end of the bytes does, with ``Done()``
+  after a stop reason, ``Halt(STREAM_CLOSED)`` before one; anything after it is not read (``payload-after-done``).
+- Usage precedes every finish, failures included (decision 0043): every ``Halt`` (an in-band error, a malformed
+  payload, ``LIMIT_EXCEEDED``, a cut) comes after a chunk with the usage merged so far, when any is known.
+- A second ``message_start`` with the first's ``id`` is a proxy's duplicate (``duplicate-message-start``, ignored);
+  with another ``id`` a new message started inside the open one (decision 0044): a ``message-restarted`` anomaly,
+  the first message's usage, then ``Halt(STREAM_CLOSED)`` (retryable: the first message was cut).
+- A payload of another wire format (a chat-completions chunk: an object with ``choices`` and no ``type``; a
+  Responses event: ``type`` ``response.*``) is ``MALFORMED_RESPONSE`` naming the format seen (decision 0045).
 
-Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
-
-    bytes:  --s--t-----m--x--|
-    out:    --[]-[c]---[]-[c(finish, usage), Done]|
+The marble diagram is on the factory: ``help(operators.parse_messages_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import msgspec
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
+from ._format_mismatch import foreign_format, format_mismatch
 from ._limits import DEFAULT_LIMITS, Limits
 from ._messages_events import (
     FINISH_REASONS,
@@ -67,23 +76,29 @@ __all__ = ["messages_stage", "parse_messages_sse"]
 _decode = msgspec.json.Decoder().decode
 _Handler = Callable[["_ParseMessages", dict[str, Any], list[Signal]], None]
 _DELTA_NAMES = frozenset({b"", b"content_block_delta"})  # the event name a delta may come under (none, or its own)
+_DONE = b"[DONE]"
 
 
 class _ParseMessages(SseFraming):
     """Messages: one handler per payload ``type``; ``message_stop`` the end."""
 
-    __slots__ = ("blocks", "finish", "started", "usage")
+    __slots__ = ("blocks", "finish", "message_id", "started", "usage")
+    END_NAME = "message_stop"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.blocks: dict[int, Block] = {}
         self.usage: dict[str, Any] = {}
         self.finish: str | None = None
         self.started = False
+        self.message_id: object = None
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
+        if payload == _DONE:  # a gateway's terminator: the end of the stream, where message_stop is missing
+            self._end(out, by="[DONE]")
+            return
         try:
             body = _decode(payload)
         except (msgspec.DecodeError, RecursionError):
@@ -94,17 +109,22 @@ class _ParseMessages(SseFraming):
         else:
             if self.event == b"error" or kind == "error":
                 error = body.get("error", body) if isinstance(body, dict) else {"message": quote(payload, 500)}
-                self._emit_usage(out)
                 self._halt(classify_inband_error(error), out)
                 return
             if not isinstance(body, dict) or not isinstance(kind, str):
-                self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
+                if foreign_format(kind, isinstance(body, dict) and "choices" in body) == "chat":
+                    self._halt(format_mismatch("chat", "messages", payload), out)
+                else:
+                    self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
                 return
             if self.event and self.event != kind.encode():
                 out.append(Anomaly("event-mismatch", None, f"event {quote(self.event, 40)} carried a {kind} payload"))
             found = self._HANDLERS.get(kind)
             if found is None:
-                out.append(Anomaly("unknown-event", None, f"Messages event {kind[:60]} ignored"))
+                if foreign_format(kind, False) == "responses":
+                    self._halt(format_mismatch("responses", "messages", payload), out)
+                else:
+                    out.append(Anomaly("unknown-event", None, f"Messages event {kind[:60]} ignored"))
                 return
             handler = found
         try:
@@ -113,15 +133,29 @@ class _ParseMessages(SseFraming):
             self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload ({exc}): {quote(payload)}"), out)
 
     def _halt(self, failure: Failure, out: list[Signal]) -> None:
+        """Every failure: the usage known so far first (usage precedes every finish), then ``Halt``."""
+        self._emit_usage(out)
         out.append(Halt(failure))
         self.finished = True
+
+    def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
+        self._emit_usage(out)  # LIMIT_EXCEEDED is a failure too: its usage first
+        super()._exceeded(counted, what, out)
 
     def _message_start(self, body: dict[str, Any], out: list[Signal]) -> None:
         message = object_at(body, "message")
         if self.started:
-            out.append(Anomaly("duplicate-message-start", None, "a second message_start was ignored"))
+            given = message.get("id")
+            if given == self.message_id:
+                out.append(Anomaly("duplicate-message-start", None, "a second message_start was ignored"))
+                return
+            first, second = str(self.message_id)[:60], str(given)[:60]
+            out.append(Anomaly("message-restarted", None, f"message {second} started inside message {first}"))
+            detail = f"message {second} started before message {first} ended: the stream of {first} was cut"
+            self._halt(Failure(Code.STREAM_CLOSED, detail), out)
             return
         self.started = True
+        self.message_id = message.get("id")
         merge_into(self.usage, message.get("usage"))
         content = message.get("content")
         if isinstance(content, list):
@@ -161,7 +195,8 @@ class _ParseMessages(SseFraming):
             if given not in (None, {}, "", []):
                 state.whole = compact(given)
         elif kind == "server":
-            out.append(Anomaly("server-tool", index, f"server-side {block_type}: {server_tool_name(block)}"))
+            named = f"server-side {str(block_type)[:60]}: {server_tool_name(block)[:120]}"
+            out.append(Anomaly("server-tool", index, named))
         else:
             out.append(Anomaly("unknown-block", index, f"content block of type {str(block_type)[:60]} ignored"))
 
@@ -276,17 +311,20 @@ class _ParseMessages(SseFraming):
 
     def on_end(self, out: list[Signal]) -> None:
         self.read_unterminated(out)
-        if self.finished:
-            return
+        if not self.finished:
+            self._end(out, by=None)
+
+    def _end(self, out: list[Signal], by: str | None) -> None:
+        """The stream ends without ``message_stop``: at the end of the bytes (``by`` None) or at ``[DONE]``."""
+        ended = f"{by} ended the stream" if by else "the stream ended"
         if self.saw_finish:
-            out.append(
-                Anomaly("missing-message-stop", None, "the stream ended after a stop_reason without message_stop")
-            )
+            out.append(Anomaly("missing-message-stop", None, f"{ended} after a stop_reason without message_stop"))
             self._close(out)
-            out.append(Done(synthetic=True))
+            out.append(Done(synthetic=by is None))
+            self.finished = True
         else:
-            self._emit_usage(out)
-            out.append(Halt(Failure(Code.STREAM_CLOSED, "Messages stream ended before message_stop")))
+            where = f" ({by} came first)" if by else ""
+            self._halt(Failure(Code.STREAM_CLOSED, f"Messages stream ended before message_stop{where}"), out)
 
     _HANDLERS: ClassVar[dict[str, _Handler]] = {
         "message_start": _message_start,
@@ -299,13 +337,35 @@ class _ParseMessages(SseFraming):
     }
 
 
-def messages_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def messages_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
-    return _ParseMessages(limits)
+    return _ParseMessages(limits, comments=comments)
 
 
-def parse_messages_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
+def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
     """Messages API bytes to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
-    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event."""
+    Anomaly]]``, the signals ``parse_sse`` emits. ``limits.max_event_bytes`` bounds one line and one event.
+
+    Marble (``s`` message_start, ``t`` a text delta, ``m`` message_delta, ``x`` message_stop; ``c`` WireChunk)::
+
+        bytes:  --s--t-----m--x--|
+        out:    --[]-[c]---[]-[c(finish, usage), Done]|
+
+    Marble (``d`` ``data: [DONE]`` where ``message_stop`` is missing; ``a`` an anomaly)::
+
+        bytes:  --s--t-----m--d--|
+        out:    --[]-[c]---[]-[a(missing-message-stop), c(finish, usage), Done]|
+        bytes:  --s--t--d--|                                   (no stop reason yet)
+        out:    --[]-[c]-[c(usage), Halt(STREAM_CLOSED)]|
+
+    Marble (a malformed payload ``?``, then a second message ``s2`` inside the open ``s1``)::
+
+        bytes:  --s--t--?--|
+        out:    --[]-[c]-[c(usage), Halt(MALFORMED_RESPONSE)]|
+        bytes:  --s1--t--s2--|
+        out:    --[]--[c]-[a(message-restarted), c(usage), Halt(STREAM_CLOSED)]|
+
+    The format: docs/formats/messages.md; decision note: docs/decisions/0024-messages-format.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseMessages(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

@@ -3,7 +3,9 @@
 Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/responses.md):
 
 - The SSE framing is ``SseFraming``'s. The event's kind is the payload's ``type`` (OpenRouter sends no ``event:``
-  lines; Bedrock Mantle sends ``data:`` before ``event:``); a trailing ``data: [DONE]`` (OpenRouter) is ignored.
+  lines; Bedrock Mantle sends ``data:`` before ``event:``). ``data: [DONE]`` (OpenRouter, xAI) is a terminator,
+  never a payload (decision 0043): after the terminal event it is not read; before it, the stream ends there, as at
+  the end of the bytes (``STREAM_CLOSED``).
 - ``response.output_text.delta`` -> ``delta.content``; ``response.refusal.delta`` -> ``delta.refusal`` (error
   ``REFUSAL``); ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` ->
   ``delta.reasoning_content``. A reasoning item's ``output_item.done`` ends its reasoning block with a
@@ -15,7 +17,8 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   every event a new ``item_id``; ``item_id`` is only a fallback). Arguments given whole (``arguments.done`` or
   ``output_item.done`` with no delta before, as LM Studio sends) are emitted once, at the first of them.
 - Server-side tool items (``web_search_call``, ``code_interpreter_call``, ``mcp_call``...) are a ``server-tool``
-  anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``...) ``unsupported-item``;
+  anomaly, other non-function tool items (``custom_tool_call``, ``local_shell_call``..., and any item with
+  ``execution: "client"``, such as a ``tool_search_call`` the client runs: decision 0045) ``unsupported-item``;
   unknown events ``unknown-event``. None of them is an error, except that a response completing with an
   unsupported item (the model waits for the client to act on it) ends, after its usage, with the error
   ``UNSUPPORTED_OUTPUT`` naming the items, not retried (decision 0025).
@@ -25,18 +28,19 @@ Rule (docs/decisions/0025-responses-format.md; the events: docs/formats/response
   ``response.error`` classified; an ``error`` event (nested or flat) -> ``Halt`` classified. Bytes ending before the
   terminal event -> ``Halt(STREAM_CLOSED)`` (the Responses stream has no stop reason before its terminal event).
 - A payload that is not a JSON object, or an event the parser reads with the wrong shape (a non-string ``delta``...)
-  -> ``Halt(MALFORMED_RESPONSE)`` quoting it; any other event is decoded only for its ``type``.
+  -> ``Halt(MALFORMED_RESPONSE)`` quoting it; any other event is decoded only for its ``type``. A payload of
+  another format (a chat-completions chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming the format seen
+  (decision 0045), never a retried ``STREAM_CLOSED``.
 
-Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
-
-    bytes:  --"data: {t}\\n\\nda"--"ta: {C}\\n\\n"--|
-    out:    --[c]------------------[c(stop, usage), D]|
+The marble diagram is on the factory: ``help(operators.parse_responses_sse)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
 
 from ._chunks import Anomaly, Failure
 from ._codes import Code
+from ._format_mismatch import foreign_format, format_mismatch
 from ._limits import DEFAULT_LIMITS, Limits
 from ._provider_errors import classify_inband_error
 from ._responses_events import (
@@ -70,24 +74,28 @@ _CONTENT_DELTAS = frozenset({"response.output_text.delta", "response.reasoning_s
                              "response.reasoning_text.delta", "response.refusal.delta",
                              "response.function_call_arguments.delta"})
 _ESCAPED = 6  # the most bytes one UTF-8 byte takes in a JSON string (a control character as \u00XX)
+_KIND_CHARS = 60  # an item or event type quoted in a message
+_KINDS_NAMED = 10  # unsupported item kinds named in the UNSUPPORTED_OUTPUT message (then "and N more kinds")
 
 
 class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
     __slots__ = ("by_item_id", "calls", "reported", "unsupported")
+    END_NAME = "the terminal event"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
+        super().__init__(limits, comments=comments)
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
         self.reported: set[str] = set()
-        self.unsupported: list[str] = []  # the kinds of client-side items the protocol cannot carry
+        self.unsupported: dict[str, None] = {}  # the kinds of client-side items the protocol cannot carry, in order
 
     # -- payloads -------------------------------------------------------------------------------------------------
 
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
-        if payload == _DONE:  # OpenRouter's trailing [DONE] after the terminal event (or, early, nothing)
+        if payload == _DONE:  # a terminator (OpenRouter, xAI): before the terminal event, the stream ends here
+            self._closed(out, " ([DONE] came first)")
             return
         try:  # one typed decode on the hot path; the general path only when it cannot say (decision 0008)
             event: ResponsesEvent | None = decode_event(payload)
@@ -96,9 +104,13 @@ class _ParseResponses(SseFraming):
         kind = event.type if event is not None else None
         if event is None or kind not in READ_EVENTS:
             try:
-                kind = decode_kind(payload)
+                kind, has_choices = decode_kind(payload)
                 if kind is None and self.event:
                     kind = self.event.decode("utf-8", "replace")
+                seen = foreign_format(kind, has_choices)
+                if seen is not None and seen != "responses":
+                    self._halt(format_mismatch(seen, "responses", payload), out)
+                    return
                 if kind in IGNORED_EVENTS or kind not in READ_EVENTS:
                     self._unread(kind, out)
                     return
@@ -154,7 +166,8 @@ class _ParseResponses(SseFraming):
         if kind == "response.output_text.annotation.added":
             self._once("annotation", out, "annotation", "output_text annotations (citations) are not carried")
         else:
-            self._once(f"event-{kind}", out, "unknown-event", f"event {kind!r} not understood; ignored")
+            shown = kind[:_KIND_CHARS] if kind is not None else None
+            self._once(f"event-{shown}", out, "unknown-event", f"event {shown!r} not understood; ignored")
 
     # -- function_call items --------------------------------------------------------------------------------------
 
@@ -170,12 +183,14 @@ class _ParseResponses(SseFraming):
             if done:
                 out.append(ReasoningEnd(encrypted=non_empty(item.encrypted_content), item_id=non_empty(item.id)))
         elif kind not in _OWN_ITEMS and not done:
+            if item.execution == "client":  # the client's to run (a tool_search_call...), never a server tool (0045)
+                kind = f"{kind[:60]} (execution client)"
+            shown = kind[:_KIND_CHARS]  # a kind is the server's string: quoted within a bound
             if kind in SERVER_TOOL_ITEMS:
-                out.append(Anomaly("server-tool", None, f"server-side tool item {kind!r} (run by the provider)"))
+                out.append(Anomaly("server-tool", None, f"server-side tool item {shown!r} (run by the provider)"))
             else:
-                out.append(Anomaly("unsupported-item", None, f"output item {kind!r} is not a function call; ignored"))
-                if kind not in self.unsupported:
-                    self.unsupported.append(kind[:60])
+                out.append(Anomaly("unsupported-item", None, f"output item {shown!r} is not a function call; ignored"))
+                self.unsupported[shown] = None
 
     def _function_call(self, output_index: int | None, item: OutputItem, out: list[Signal], *, done: bool) -> None:
         item_id = non_empty(item.id)
@@ -271,7 +286,10 @@ class _ParseResponses(SseFraming):
     def _terminal(self, kind: str, response: ResponseObject | None, out: list[Signal]) -> None:
         if self.unsupported:
             self._usage(response, out)
-            items = ", ".join(self.unsupported)
+            kinds = list(self.unsupported)
+            items = ", ".join(kinds[:_KINDS_NAMED])
+            if len(kinds) > _KINDS_NAMED:
+                items += f" and {len(kinds) - _KINDS_NAMED} more kinds"
             message = f"the response asks the client to act on {items}; only function calls are assembled"
             return self._halt(Failure(Code.UNSUPPORTED_OUTPUT, message), out)
         if kind == "response.completed":
@@ -294,26 +312,42 @@ class _ParseResponses(SseFraming):
             self.reported.add(key)
             out.append(Anomaly(kind, None, detail))
 
-    def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
-        remaining.append(rest)
-        if any(line[:5] == b"data:" and line[5:].strip() != _DONE for line in remaining):
-            out.insert(len(out) - 1, Anomaly("payload-after-done", None,
-                                             "data arrived after the terminal event; it was not read"))
-
     def on_end(self, out: list[Signal]) -> None:
         self.read_unterminated(out)
-        if self.finished:
-            return
-        out.append(Halt(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event")))
+        if not self.finished:
+            self._closed(out, "")
+
+    def _closed(self, out: list[Signal], why: str) -> None:
+        self._halt(Failure(Code.STREAM_CLOSED, f"Responses stream ended before its terminal event{why}"), out)
 
 
-def responses_stage(limits: Limits = DEFAULT_LIMITS) -> SseFraming:
+def responses_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
     """A fresh Responses parsing stage (what ``parse_responses_sse`` runs per subscription)."""
-    return _ParseResponses(limits)
+    return _ParseResponses(limits, comments=comments)
 
 
-def parse_responses_sse(limits: Limits | None = None) -> Operator[bytes, Batch[Signal]]:
-    """Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done |
-    Halt | Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event (``LIMIT_EXCEEDED``)."""
+def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
+    r"""Bytes of a Responses API stream to wire values: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt |
+    Anomaly]]``. ``limits.max_event_bytes`` bounds one line and one event, ``limits.max_ignored_lines``
+    the lines that carry nothing (``LIMIT_EXCEEDED``); ``comments=True`` reports each comment line as a
+    ``comment`` anomaly.
+
+    Marble (``t`` a text delta event, ``C`` response.completed; ``c`` a WireChunk, ``D`` Done)::
+
+        bytes:  --"data: {t}\n\nda"--"ta: {C}\n\n"--|
+        out:    --[c]------------------[c(stop, usage), D]|
+
+    Marble (``d`` ``data: [DONE]`` before the terminal event; ``h`` a chat-completions chunk; ``s`` a client
+    ``tool_search_call`` added, ``a`` an anomaly)::
+
+        bytes:  --t--d--t--|
+        out:    --[c]-[Halt(STREAM_CLOSED)]|
+        bytes:  --h--|
+        out:    --[Halt(MALFORMED_RESPONSE "a chat-completions stream read as ...")]|
+        bytes:  --s--C--|
+        out:    --[a(unsupported-item)]-[c(usage), Halt(UNSUPPORTED_OUTPUT)]|
+
+    The format: docs/formats/responses.md; decision note: docs/decisions/0025-responses-format.md.
+    """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: _ParseResponses(chosen), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

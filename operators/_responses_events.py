@@ -80,6 +80,7 @@ class OutputItem(msgspec.Struct):
     name: Any = UNSET
     arguments: Any = UNSET
     encrypted_content: Any = None
+    execution: Any = None  # "client" on a tool_search_call the client runs (decision 0045)
 
 
 class ResponsesEvent(msgspec.Struct):
@@ -98,21 +99,24 @@ class ResponsesEvent(msgspec.Struct):
 
 class _Head(msgspec.Struct):
     type: Any = None
+    choices: Any = UNSET  # a chat-completions chunk's (decision 0045)
 
 
 _head = msgspec.json.Decoder(_Head)
 _decoder = msgspec.json.Decoder(ResponsesEvent)
 
 
-def decode_kind(payload: bytes) -> str | None:
-    """The payload's ``type`` (None when absent or not a string). Raises ``msgspec.DecodeError`` for a payload that
-    is not a JSON object (also for JSON nested deeper than the decoder allows). Only the events the parser reads are
-    then decoded whole (``decode_event``): an unknown event is an anomaly whatever its shape."""
+def decode_kind(payload: bytes) -> tuple[str | None, bool]:
+    """The payload's ``type`` (None when absent or not a string), and whether it has ``choices`` (a chat-completions
+    chunk). Raises ``msgspec.DecodeError`` for a payload that is not a JSON object (also for JSON nested deeper than
+    the decoder allows). Only the events the parser reads are then decoded whole (``decode_event``): an unknown event
+    is an anomaly whatever its shape."""
     try:
-        kind = _head.decode(payload).type
+        head = _head.decode(payload)
     except RecursionError:
         raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
-    return kind if isinstance(kind, str) else None
+    kind = head.type
+    return (kind if isinstance(kind, str) else None), head.choices is not UNSET
 
 
 def decode_event(payload: bytes) -> ResponsesEvent:

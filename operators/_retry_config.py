@@ -22,8 +22,7 @@ import attrs
 
 from ._codes import DEFAULT_RETRYABLE_CODES
 from ._exceptions import LlmStreamError
-from ._numbers import MAX_SAFE_INTEGER, is_json_number
-from ._retry_key import js_number
+from ._numbers import MAX_SAFE_INTEGER, is_json_number, js_number
 
 __all__ = [
     "MAX_TIMER_DELAY_MS",

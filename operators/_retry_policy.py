@@ -21,8 +21,7 @@ The delay before retry ``n`` (1-based):
 
 A policy is a frozen value: every rule of its settings is an attrs validator, so a ``RetryPolicy`` that exists is
 valid. ``from_config`` reads the user's mapping (snake_case keys, or the camelCase spellings; ``_retry_config``) and
-names a bad key the way the caller spelled it. ``key`` identifies the policy (``_retry_key``): retry counts kept per
-key restart when it changes.
+names a bad key the way the caller spelled it.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from ._retry_config import (
     check_mode,
     read_config,
 )
-from ._retry_key import policy_key
 
 __all__ = [
     "MAX_TIMER_DELAY_MS",
@@ -224,16 +222,6 @@ class RetryPolicy:
         return out
 
     # -- the decisions ------------------------------------------------------------------------------------
-
-    @property
-    def key(self) -> str:
-        """The policy key: compact JSON, JavaScript number formatting, codes sorted.
-
-        ``["normal",2,["RATE_LIMIT","SERVER"],500,10000,0]`` or ``["always",500,10000,0.1]``. Retry counts are
-        kept per key, so a changed policy starts counting again from 1 (docs/decisions/0006-retry-when-retryable.md).
-        """
-        delays = (self.initial_delay_ms, self.max_delay_ms, self.jitter_ratio)
-        return policy_key(self.mode, self.max_retries, self.retryable_codes, delays)
 
     def is_retryable(self, failure: Failure) -> bool:
         """Whether the failure's code is retried at all. A cancellation (``ABORTED``) never is."""

@@ -14,11 +14,8 @@ Rule (docs/decisions/0006-retry-when-retryable.md):
   ``TestScheduler`` (virtual time) and never sleep. Disposing the subscription disposes the running attempt (closing
   its HTTP response) and cancels a pending backoff.
 
-Marble (``u`` usage, ``E`` a retryable error finish, ``R`` retry, ``S`` stop)::
-
-    attempt 1:  --[u, E]|
-    attempt 2:            ----(500 ms)----[start, delta, end, u, S]|
-    out:        --[u, R]------------------[start, delta, end, u, S]|
+The marble diagram is on the factory: ``help(operators.retry_when_retryable)`` (docs/operators.md is generated from
+the factories' docstrings).
 """
 
 from __future__ import annotations
@@ -56,10 +53,25 @@ def retry_when_retryable(
     scheduler: abc.SchedulerBase | None = None,
     random: Callable[[], float] = _random.random,
 ) -> Rule:
-    """Re-subscribes the source after a retryable error finish (see the module docstring).
+    """Re-subscribes after a retryable error finish, passing the attempt's usage on and emitting ``retry`` instead of
+    the finish::
 
-    ``scheduler`` defaults to the subscription's scheduler, else an ``AsyncIOScheduler`` on the running event loop,
-    else the current thread's trampoline.
+        attempt 1: --[usage, finish error MALFORMED_TOOL_CALL]|
+        attempt 2:                                  --[start, delta, end, usage, finish stop]|
+        out:       --[usage, retry 1]----(delay)----[start, delta, end, usage, finish stop]|
+
+    Guarantees: a retryable error finish (by ``RetryPolicy``: default codes ``EMPTY_RESPONSE``, ``MALFORMED_TOOL_CALL``,
+    ``RATE_LIMIT``, ``SERVER``, ``TIMEOUT``, ``TRANSPORT``, ``STREAM_CLOSED``; ``max_retries`` 2; exponential backoff
+    with jitter; Retry-After verbatim up to the cap) is replaced by ``retry`` and the source re-subscribed after the
+    delay; attempts are scheduled iteratively (constant stack for any number of immediate failures); the scheduler and
+    random source are injectable (virtual time in tests); an aborted finish is never retried; disposing cancels the
+    running attempt and a pending backoff. It sits *outside* the per-attempt chain: ``ChatClient.chunks()`` applies it
+    to each attempt's ``parse_sse`` and rules (``rules=``, by default ``protocol_rules()``).
+
+    ``scheduler`` defaults to the subscription's scheduler, else an ``AsyncIOScheduler`` on the running event loop, else
+    the current thread's trampoline; ``random`` is the jitter's source.
+
+    Decision note: docs/decisions/0006-retry-when-retryable.md.
     """
     resolved = policy if policy is not None else RetryPolicy()
 

@@ -1,12 +1,17 @@
 """The SSE framing shared by every wire format's parse operator (``parse_sse`` for chat completions).
 
 Per the WHATWG rules: LF, CR and CRLF line ends (a CRLF split across two reads is one line end); a leading UTF-8 BOM
-is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies); ``data:`` with or without one
-space; several ``data:`` lines joined by ``\\n``; ``event:`` kept for the dispatch; ``id:``, ``retry:`` ignored; an
-event with no data dispatches nothing. It works on bytes and splits only at line-end bytes, so a UTF-8 character
-split across reads is never cut. Limits (docs/decisions/0014-limits.md): one line is counted while it is open, one
-event's joined data as each data line arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the
-stage, the same whatever the split. Framing is linear: an open line is kept as a list of pieces, joined once.
+is dropped; ``:`` comment lines are ignored (reported as ``comment`` anomalies only when ``comments=True``: otherwise
+a comment line costs no object); ``data:`` with or without one space; several ``data:`` lines joined by ``\\n``;
+``event:`` kept for the dispatch; ``id:``, ``retry:`` ignored; an event with no data dispatches nothing. It works on
+bytes and splits only at line-end bytes, so a UTF-8 character split across reads is never cut. Limits
+(docs/decisions/0014-limits.md): one line is counted while it is open, one event's joined data as each data line
+arrives; past ``limits.max_event_bytes`` a ``Halt(LIMIT_EXCEEDED)`` ends the stage, the same whatever the split.
+Lines that carry nothing (comments, blank lines that end no event, ``retry:`` and unknown fields) are counted:
+past ``limits.max_ignored_lines`` of them, ``Halt(LIMIT_EXCEEDED)`` (docs/decisions/0039-ignored-lines.md). Framing
+is linear: an open line is kept as a list of pieces, joined once; a read longer than ``SLICE`` bytes is framed as
+consecutive slices of ``SLICE`` bytes (exactly as if they had arrived as separate reads; their output is one batch),
+so no read makes more than one slice's lines at once.
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
 from ._signals import Done, Halt, Signal
 from ._stage import BaseStage
 
-__all__ = ["SseFraming", "quote"]
+__all__ = ["SLICE", "SseFraming", "quote"]
 
 _BOM = b"\xef\xbb\xbf"
+_DONE = b"[DONE]"
+_NO_DATA = (b"", _DONE)  # after the end: an empty data line or a terminator is nothing unread
+
+SLICE = 64 * 1024
+"""A longer read is framed in slices of this many bytes, so the lines split at once stay bounded."""
 
 
 def quote(payload: bytes, limit: int = 120) -> str:
@@ -32,12 +42,14 @@ class SseFraming(BaseStage[bytes, Signal]):
     in ``self.event``), ``self.finished`` set by a subclass to stop reading. A format subclasses it with its own
     ``dispatch`` and ``on_end`` (``parse_sse``: chat completions)."""
 
-    __slots__ = ("at_start", "data", "event", "event_limit", "finished", "head", "joined", "limits", "open_bytes",
-                 "pending", "pending_cr", "saw_finish")
+    __slots__ = ("at_start", "comments", "data", "event", "event_limit", "finished", "head", "ignored", "joined",
+                 "limits", "open_bytes", "pending", "pending_cr", "saw_finish")
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
         self.limits = limits
         self.event_limit = limits.max_event_bytes  # one line / one event; a format may widen it (Responses' terminal)
+        self.comments = comments  # report each comment line as a ``comment`` anomaly (else it costs no object)
+        self.ignored = 0  # lines that carried nothing so far (max_ignored_lines)
         self.head = b""  # the first bytes while they may still be a split BOM
         self.pending: list[bytes] = []  # the open line's pieces, joined once when it ends (linear framing)
         self.open_bytes = 0  # bytes of the open line counted so far
@@ -56,6 +68,15 @@ class SseFraming(BaseStage[bytes, Signal]):
             return
         if type(piece) is not bytes:
             piece = bytes(piece)
+        if len(piece) <= SLICE:
+            self._frame(piece, out)
+            return
+        for start in range(0, len(piece), SLICE):  # as if the read had come as separate reads of SLICE bytes
+            self._frame(piece[start : start + SLICE], out)
+            if self.finished:
+                return
+
+    def _frame(self, piece: bytes, out: list[Signal]) -> None:
         if self.at_start:
             if self.head:
                 piece = self.head + piece
@@ -111,11 +132,16 @@ class SseFraming(BaseStage[bytes, Signal]):
                         if type(out[-1]) is Done:
                             self._report_after_done(lines[position + 1 :], rest, out)
                         return
+                elif self._ignore(out):  # a blank line that ends no event
+                    return
                 self.event = b""
             elif line[:6] == b"event:":  # before the general field path: every Messages / Responses event has one
                 self.event = line[7:] if line[6:7] == b" " else line[6:]
             elif line[:1] == b":":
-                out.append(Anomaly("comment", None, f"comment line ignored: {quote(line, 80)}"))
+                if self._ignore(out):
+                    return
+                if self.comments:
+                    out.append(Anomaly("comment", None, f"comment line ignored: {quote(line, 80)}"))
             else:
                 field, _, value = line.partition(b":")
                 if value[:1] == b" ":
@@ -126,7 +152,8 @@ class SseFraming(BaseStage[bytes, Signal]):
                     if data and self._joins_over(value, out):
                         return
                     data.append(value)
-                # id:, retry: and unknown fields change nothing a chat completion needs.
+                elif field != b"id" and self._ignore(out):  # retry: and unknown fields carry nothing we read
+                    return
         self.open_bytes = len(rest)
         if rest:
             if len(rest) > limit:
@@ -144,16 +171,33 @@ class SseFraming(BaseStage[bytes, Signal]):
             return True
         return False
 
+    def _ignore(self, out: list[Signal]) -> bool:
+        """Counts a line that carries nothing; True when the count crosses ``max_ignored_lines`` (the stage has
+        then finished)."""
+        self.ignored += 1
+        if self.ignored <= self.limits.max_ignored_lines:
+            return False
+        what = "lines carrying nothing (comments, blank lines that end no event, retry: and unknown fields)"
+        out.append(Halt(limit_exceeded("max_ignored_lines", self.ignored, self.limits.max_ignored_lines, what)))
+        self._end_framing()
+        return True
+
     def _line_exceeded(self, out: list[Signal]) -> None:
         # how far past the limit a read reaches depends on the split: name the first byte over it
         self._exceeded(self.event_limit + 1, "one SSE line", out)
 
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
         out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))
+        self._end_framing()
+
+    def _end_framing(self) -> None:
         self.finished = True
         self.pending.clear()
         self.data.clear()
         self.open_bytes = 0
+
+    END_NAME = "[DONE]"
+    """What ends the format's stream, as ``payload-after-done`` names it."""
 
     def dispatch(self, payload: bytes, out: list[Signal]) -> None:
         raise NotImplementedError
@@ -182,10 +226,15 @@ class SseFraming(BaseStage[bytes, Signal]):
         self.dispatch(payload, out)
 
     def _report_after_done(self, remaining: list[bytes], rest: bytes, out: list[Signal]) -> None:
-        remaining.append(rest)
-        if any(line[:5] == b"data:" for line in remaining):
+        """Data already received after the end is reported (``payload-after-done``), except an empty ``data:`` line
+        and a ``data: [DONE]``, whole or cut by the read: a terminator after a format's own end event (Messages'
+        ``message_stop``, Responses' terminal event) is not data, so the output never depends on how it was split
+        (decision 0043)."""
+        if any(line[:5] == b"data:" and line[5:].strip() not in _NO_DATA for line in remaining) or (
+            rest[:5] == b"data:" and not _DONE.startswith(rest[5:].strip())  # a [DONE] cut by the read is no data
+        ):
             out.insert(
                 len(out) - 1,
-                Anomaly("payload-after-done", None, "data arrived after [DONE]; it was not read"),
+                Anomaly("payload-after-done", None, f"data arrived after {self.END_NAME}; it was not read"),
             )
 

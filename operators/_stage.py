@@ -37,7 +37,6 @@ __all__ = [
     "Operator",
     "Stage",
     "stage_operator",
-    "subscribing_stage",
     "subscribing_stages",
 ]
 
@@ -100,16 +99,6 @@ def _subscribing(upstream: SingleAssignmentDisposable) -> Iterator[None]:
         yield
     finally:
         _SUBSCRIBING.stack.pop()
-
-
-def subscribing_stage() -> abc.DisposableBase | None:
-    """For a synchronous source: the upstream disposable of the stage that is subscribing to it right now, if any.
-
-    A source that runs to completion inside ``subscribe()`` (``pipeline.bytes_source``) checks its ``is_disposed``
-    between reads, so a stage that finishes early (``parse_sse`` at ``[DONE]``) stops the reading even before
-    ``subscribe()`` has returned the source's own disposable.
-    """
-    return _SUBSCRIBING.stack[-1] if _SUBSCRIBING.stack else None
 
 
 def subscribing_stages() -> tuple[abc.DisposableBase, ...]:

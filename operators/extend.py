@@ -21,6 +21,7 @@ classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``re
 from ._block_texts import BlockTexts
 from ._chain import default_rules
 from ._chunks import CHUNK_TYPES
+from ._faces import publish as _publish
 from ._fused import default_chain
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
@@ -46,7 +47,7 @@ from ._signals import (
     ToolFragment,
     UsageSeen,
 )
-from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stage, subscribing_stages
+from ._stage import BaseStage, Batch, Operator, Stage, stage_operator, subscribing_stages
 
 __all__ = [
     "CHUNK_TYPES",
@@ -79,6 +80,7 @@ __all__ = [
     "parse_retry_after",
     "request_id_from",
     "stage_operator",
-    "subscribing_stage",
     "subscribing_stages",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

@@ -4,6 +4,7 @@ Read these when writing a custom operator that inspects the raw chunks (slot it 
 decode a payload yourself with ``decode_chunk``. ``UNSET`` marks a field that was absent (as opposed to ``null``).
 """
 
+from ._faces import publish as _publish
 from ._numbers import MAX_SAFE_INTEGER, is_json_number
 from ._wire import (
     UNSET,
@@ -30,3 +31,5 @@ __all__ = [
     "decode_chunk",
     "is_json_number",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

@@ -1,7 +1,9 @@
 """The composition of the operators and everything that touches the outside, by product (docs/architecture.md):
-``pipeline.compose`` (the facades), ``pipeline.client`` (the HTTP client), ``pipeline.session`` (the session log),
+``pipeline.compose`` (the facades), ``pipeline.client`` (the HTTP client), ``pipeline.formats`` (each wire format's
+request: the registry ``ChatClient(api=...)`` reads), ``pipeline.session`` (the session log),
 ``pipeline.agent`` (tools and the turn loop), ``pipeline.emulator`` (the fault-injecting gateway, needs the
-``emulator`` extra) and ``pipeline.cli``. This module re-exports what an application meets:
+``emulator`` extra) and ``pipeline.cli``. This module re-exports what an application meets (each name's canonical
+path, its ``__module__``, is its subpackage or ``operators``: docs/architecture.md, "One path per name"):
 
     chunks = pipeline.collect(Path("response.sse"))              # recorded bytes, synchronous
     async for chunk in pipeline.stream(response.aiter_bytes()):  # any async byte source, paced by the caller
@@ -15,6 +17,7 @@
 from operators import Limits, LlmStreamError, RetryPolicy
 
 from . import _logging
+from ._faces import publish as _publish
 from .agent import (
     Tool,
     ToolDefinitionError,
@@ -102,3 +105,5 @@ __all__ = [
     "translate",
     "translate_batches",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

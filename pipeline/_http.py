@@ -10,14 +10,19 @@ Shared by every place that holds an ``httpx.Response`` before its bytes reach ``
 - any other 2xx is classified from its body: an OpenAI-shaped error object like an in-band error, an empty body
   ``EMPTY_RESPONSE``, anything else (an HTML gateway page) ``MALFORMED_RESPONSE``;
 - a body is read only up to ``max_error_body_bytes`` after decompression (gzip and deflate are inflated here with a
-  bounded output, so a compression bomb never expands past the limit); crossing it is ``LIMIT_EXCEEDED``.
+  bounded output, so a compression bomb never expands past the limit); crossing it is ``LIMIT_EXCEEDED``;
+- a stream's body is read in slices (``stream_reads``, ``stream_reads_sync``): gzip and deflate inflated here at
+  most ``SLICE`` bytes at a time, every read cut into slices of at most ``SLICE`` bytes, and (async) the event loop
+  given a turn between two slices of one read, so a deadline or a cancellation fires within a slice however much
+  one network read expands to (docs/decisions/0039-ignored-lines.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import attrs
 import httpx
@@ -26,6 +31,7 @@ from operators import Code, Failure, Limits
 from operators.extend import classify_http_error, classify_inband_error, limit_exceeded
 
 __all__ = [
+    "SLICE",
     "body_failure",
     "check_response",
     "check_response_sync",
@@ -35,7 +41,12 @@ __all__ = [
     "read_bounded_sync",
     "reading",
     "redact",
+    "stream_reads",
+    "stream_reads_sync",
 ]
+
+SLICE = 64 * 1024
+"""The most bytes of a stream's body handed on at once (``stream_reads``)."""
 
 
 def redact(text: str, api_key: str | None) -> str:
@@ -144,6 +155,42 @@ def read_bounded_sync(response: httpx.Response, limit: int) -> bytes | int:
     return bytes(out)
 
 
+def _sliced(piece: bytes, inflate: _Inflate | None, size: int) -> Iterator[bytes]:
+    """One read, decompressed, as slices of at most ``size`` bytes (inflated at most ``size`` bytes at a time)."""
+    if inflate is None:
+        for start in range(0, len(piece), size):
+            yield piece[start : start + size]
+        return
+    out = inflate.decode(piece, size)
+    while True:
+        if out:
+            yield out
+        if len(out) < size:  # the input is used up and nothing is left inside the inflater
+            return
+        out = inflate.decode(inflate.tail(), size)
+
+
+async def stream_reads(response: httpx.Response, size: int = SLICE) -> AsyncGenerator[bytes, None]:
+    """A stream's body, decompressed, in slices of at most ``size`` bytes, with a turn of the event loop between two
+    slices of one network read. ``gzip`` and ``deflate`` are inflated here at most ``size`` bytes at a time (a
+    compression bomb is never inflated whole); any other encoding is httpx's, then sliced."""
+    raw, inflate = _raw_reads(response)
+    reads: AsyncIterator[bytes] = response.aiter_raw() if raw else response.aiter_bytes()
+    async for piece in reads:
+        for count, part in enumerate(_sliced(piece, inflate, size)):
+            if count:
+                await asyncio.sleep(0)
+            yield part
+
+
+def stream_reads_sync(response: httpx.Response, size: int = SLICE) -> Iterator[bytes]:
+    """``stream_reads`` for a synchronous response (no event loop to turn)."""
+    raw, inflate = _raw_reads(response)
+    reads: Iterator[bytes] = response.iter_raw() if raw else response.iter_bytes()
+    for piece in reads:
+        yield from _sliced(piece, inflate, size)
+
+
 class _Inflate:
     """zlib inflation whose output per call is at most ``room`` bytes (``gzip``; ``deflate`` as zlib, else raw)."""
 
@@ -165,3 +212,8 @@ class _Inflate:
                 raise httpx.DecodingError(f"cannot decode the body: {raw_exc}") from raw_exc
         self._started = True
         return out
+
+    def tail(self) -> bytes:
+        """The input a bounded ``decode`` left unused: to be decoded next."""
+        tail: bytes = self._z.unconsumed_tail
+        return tail

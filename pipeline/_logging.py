@@ -14,7 +14,9 @@ What is logged (docs/decisions/0020-environment-and-logging.md)::
   end with it): it passes every chunk on unchanged and logs the retries, the final failure and the anomalies.
 - The API key never reaches a log record: ``log_chunks`` redacts its messages, and registers the key with the filter
   that every ``llm_stream`` logger made by ``get_logger`` (and ``llm_stream.operators``) carries, which redacts the
-  message, its arguments and a traceback's text of every record before any handler sees it.
+  message, its arguments and a traceback's text of every record before any handler sees it: the key in any letter
+  case, its code form, and any cut of either 8 characters or longer, wherever the cut begins
+  (docs/decisions/0040-redaction-coverage.md).
 - ``LLM_STREAM_LOG=debug|info|warning``, read once when ``pipeline`` is imported (``configure_from_env``), adds one
   stderr handler to ``llm_stream`` at that level, as the openai SDK does for ``OPENAI_LOG``. Unset (or any other
   value), the library adds only a ``NullHandler``: logging stays the application's choice.
@@ -29,9 +31,11 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 
-from reactivex import Observable, abc
+from reactivex import Observable
 
 from operators import Anomaly, Chunk, Failure, Finish, Retry
+
+from ._chunk_stage import ChunkStage, chunk_operator
 
 __all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets", "register_secret"]
 
@@ -62,12 +66,49 @@ def _pattern(secret: str) -> re.Pattern[str]:
 
 
 def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
-    """``text`` without any registered key (or the keys given)."""
+    """``text`` without any registered key (or the keys given): the key or its code form in any letter case, any
+    start of either 8 characters or longer, and any other cut of either 8 characters or longer (a quote that lost
+    the key's beginning)."""
     with _lock:
-        chosen = tuple(_patterns.values()) if secrets is None else tuple(_register(key) for key in secrets)
+        keys = tuple(_patterns) if secrets is None else secrets
+        chosen = tuple(_register(key) for key in keys)
     for pattern in chosen:
         text = pattern.sub(REDACTED, text)
+    for key in keys:
+        if len(key) >= MIN_SECRET_CHARS:
+            text = _mask_cuts(text, _forms(key))
     return text
+
+
+def _forms(secret: str) -> tuple[str, ...]:
+    """The key and its code form, lower case (what a cut is compared with)."""
+    code_form = re.sub(r"[^A-Z0-9]+", "_", secret.upper()).strip("_")
+    return tuple({secret.lower(), code_form.lower()})
+
+
+def _mask_cuts(text: str, forms: tuple[str, ...]) -> str:
+    """Replaces every run of ``MIN_SECRET_CHARS`` or more characters that occurs inside one of ``forms`` (any letter
+    case). Linear in the text: a window is looked up among the forms' windows, then the run is extended."""
+    size = MIN_SECRET_CHARS
+    folded = text.lower()
+    if len(folded) != len(text):  # a letter whose lower case is longer: compare as written
+        folded = text
+    windows = {form[at : at + size] for form in forms for at in range(len(form) - size + 1)}
+    out: list[str] = []
+    done = at = 0
+    while at + size <= len(folded):
+        if folded[at : at + size] not in windows:
+            at += 1
+            continue
+        end = at + size
+        while end < len(folded) and any(folded[at : end + 1] in form for form in forms):
+            end += 1
+        out += [text[done:at], REDACTED]
+        done = at = end
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _register(secret: str) -> re.Pattern[str]:
@@ -188,6 +229,22 @@ class _Tap:
             self.log(level, f"the request {verb}{attempts}: {_failure_text(reason.failure)}")
 
 
+class _TapStage(ChunkStage[Chunk, Chunk]):
+    __slots__ = ("pass_anomalies", "tap")
+
+    def __init__(self, tap: _Tap, pass_anomalies: bool) -> None:
+        self.tap = tap
+        self.pass_anomalies = pass_anomalies
+
+    def on_item(self, item: Chunk, out: list[Chunk]) -> None:
+        try:
+            self.tap.on_next(item)
+        except Exception:  # logging never changes the stream
+            logging.getLogger(ROOT).debug("logging a chunk failed", exc_info=True)
+        if self.pass_anomalies or not isinstance(item, Anomaly):
+            out.append(item)
+
+
 def log_chunks(
     logger: logging.Logger, *, api_key: str | None = None, pass_anomalies: bool = True
 ) -> Callable[[Observable[Chunk]], Observable[Chunk]]:
@@ -198,22 +255,4 @@ def log_chunks(
     register_secret(api_key)
     secrets = (api_key,) if api_key and len(api_key) >= MIN_SECRET_CHARS else ()
 
-    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            tap = _Tap(logger, secrets)
-
-            def on_next(chunk: Chunk) -> None:
-                try:
-                    tap.on_next(chunk)
-                except Exception:  # logging never changes the stream
-                    logging.getLogger(ROOT).debug("logging a chunk failed", exc_info=True)
-                if pass_anomalies or not isinstance(chunk, Anomaly):
-                    observer.on_next(chunk)
-
-            return source.subscribe(on_next, observer.on_error, observer.on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _TapStage(_Tap(logger, secrets), pass_anomalies))

@@ -1,18 +1,19 @@
-"""Fuzz ``parse_sse``, the whole ``translate`` and the fast path with atheris (libFuzzer), or a built-in mutation loop.
+"""Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600          # or --target parse_sse, --target fast_path
+    python scripts/fuzz.py --target translate --seconds 600          # or parse_sse, messages, responses, fast_path
     python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
 exactly: small ``Limits`` and the split points are drawn from a PRNG seeded with the input's CRC-32 (a mutation
 of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): no exception escapes; the output is
 the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
-``translate`` exactly one finish and it is last, block-start before deltas before block-end, no block-end for a
-tool call without an id and a name, no two tool-call block-ends sharing an id, and every chunk's ``to_json()``
-strict JSON (``json.dumps(allow_nan=False)``). ``fast_path``: the default chain (its fast path) gives exactly the
-chunks of the rule chain (``rules=protocol_rules(limits)``) unsplit and at each split, the format detected and named.
-Seeds: the ``*.sse`` files of ../shared/fixtures/sse (and, for ``fast_path``, of messages, responses and
-peers-formats), read in place.
+``translate`` (format detected) and ``messages`` / ``responses`` (format given) exactly one finish and it is last,
+block-start before deltas before block-end, no block-end for a tool call without an id and a name, no two tool-call
+block-ends sharing an id, every chunk's ``to_json()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
+against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
+one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
+invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
+peers-formats, for those targets), read in place.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 """
 
@@ -52,13 +53,18 @@ from operators import (  # noqa: E402
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
+    detect_format,
     parse_sse,
 )
+from scripts.fuzz_fast_path import check_fast_path  # noqa: E402  (the default chain against the rule chain)
+from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
+from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "sse"
-SEED_DIRS = [FIXTURES / "real", FIXTURES / "peers"]
-FORMAT_SEED_DIRS = [FIXTURES.parent / name for name in ("messages", "responses", "peers-formats")]
-"""Also seeds of the fast_path target: the Messages and Responses streams."""
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
+MESSAGES_SEEDS = [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"]
+RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"]
+SEED_DIRS = CHAT_SEEDS + MESSAGES_SEEDS + RESPONSES_SEEDS
 ONE_BYTE_SPLIT_UP_TO = 2048
 MAX_LEN = 65536
 
@@ -77,13 +83,6 @@ def comparable(values: list[Any]) -> list[Any]:
     ]
 
 
-class OracleFailure(AssertionError):
-    """What the oracle found wrong with one input."""
-
-
-def ensure(condition: bool, what: str) -> None:
-    if not condition:
-        raise OracleFailure(what)
 
 
 # -- what one input decides -------------------------------------------------------------------------------------------
@@ -98,6 +97,7 @@ def plan(data: bytes) -> tuple[Limits, list[list[bytes]]]:
         max_text_bytes=rng.choice([1, 8, 64, 1024, 16 << 20]),
         max_tool_calls=rng.choice([1, 2, 3, 128]),
         max_error_body_bytes=rng.choice([16, 65536]),
+        max_ignored_lines=rng.choice([1, 4, 100_000]),
     )
     splits: list[list[bytes]] = []
     if len(data) >= 2:
@@ -112,10 +112,11 @@ def plan(data: bytes) -> tuple[Limits, list[list[bytes]]]:
 # -- the oracle -------------------------------------------------------------------------------------------------------
 
 
-def run_translate(pieces: bytes | list[bytes], limits: Limits) -> list[Chunk]:
+def run_translate(pieces: bytes | list[bytes], limits: Limits, format: Any = None) -> list[Chunk]:
     out: list[Chunk] = []
     errors: list[Exception] = []
-    pipeline.translate(pieces, anomalies=True, limits=limits).subscribe(on_next=out.append, on_error=errors.append)
+    chunks = pipeline.translate(pieces, anomalies=True, limits=limits, format=format)
+    chunks.subscribe(on_next=out.append, on_error=errors.append)
     if errors:
         raise errors[0]
     return out
@@ -157,15 +158,29 @@ def check_chunks(out: list[Chunk]) -> None:
             raise OracleFailure(f"{type(chunk).__name__}.to_json() is not strict JSON: {error}") from error
 
 
-def check_translate(data: bytes) -> None:
+def check_translate(data: bytes, format: Any = None) -> None:
+    """The pipeline's promises, the same chunks under every split, and the output against the input's own reading
+    (``check_reference``: ids never merged, usage never lost to an invalid count) when the format is known."""
     limits, splits = plan(data)
-    whole = run_translate(data, limits)
+    whole = run_translate(data, limits, format)
     check_chunks(whole)
     for pieces in splits:
         ensure(
-            comparable(run_translate(pieces, limits)) == comparable(whole),
+            comparable(run_translate(pieces, limits, format)) == comparable(whole),
             f"a split into {len(pieces)} reads gives other chunks",
         )
+    if format is None and len(data) <= limits.max_event_bytes:  # detection then reads exactly these lines
+        format = detect_format(data) or detect_format(data + b"\n") or "chat"
+    if format is not None:
+        check_reference(data, whole, format)
+
+
+def check_messages(data: bytes) -> None:
+    check_translate(data, "messages")
+
+
+def check_responses(data: bytes) -> None:
+    check_translate(data, "responses")
 
 
 def run_parse_sse(pieces: list[bytes], limits: Limits) -> list[Any]:
@@ -189,43 +204,25 @@ def check_parse_sse(data: bytes) -> None:
         )
 
 
-def run_chunks(pieces: bytes | list[bytes], limits: Limits, format: Any, *, general: bool) -> list[Chunk]:
-    out: list[Chunk] = []
-    errors: list[Exception] = []
-    rules = pipeline.protocol_rules(limits) if general else None
-    pipeline.translate(pieces, anomalies=True, limits=limits, format=format, rules=rules).subscribe(
-        on_next=out.append, on_error=errors.append
-    )
-    if errors:
-        raise errors[0]
-    return out
-
-
-def check_fast_path(data: bytes) -> None:
-    """The default chain (its fast path, docs/decisions/0050-fast-path.md) gives exactly the rule chain's chunks,
-    anomalies included, unsplit and at each drawn split, with the format detected and with one named."""
-    limits, splits = plan(data)
-    named = ("chat", "messages", "responses")[zlib.crc32(data) % 3]
-    for format in (None, named):
-        for pieces in [[data], *splits]:
-            fast = run_chunks(pieces, limits, format, general=False)
-            ensure(fast == run_chunks(pieces, limits, format, general=True),
-                   f"the fast path and the rule chain differ ({format or 'detected'}, {len(pieces)} reads)")
-
-
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "translate": check_translate,
     "parse_sse": check_parse_sse,
-    "fast_path": check_fast_path,
+    "messages": check_messages,
+    "responses": check_responses,
+    "fast_path": lambda data: check_fast_path(data, plan),
 }
+TARGET_SEEDS = {
+    "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS,
+    "fast_path": SEED_DIRS,
+}
+"""The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
 
 
 # -- seeds and the fallback loop --------------------------------------------------------------------------------------
 
 
-def seed_files(target: str | None = None) -> list[Path]:
-    folders = SEED_DIRS + (FORMAT_SEED_DIRS if target == "fast_path" else [])
-    return sorted(path for folder in folders if folder.is_dir() for path in folder.rglob("*.sse"))
+def seed_files(target: str = "translate") -> list[Path]:
+    return sorted(path for folder in TARGET_SEEDS[target] if folder.is_dir() for path in folder.rglob("*.sse"))
 
 
 TOKENS = [
@@ -256,6 +253,13 @@ TOKENS = [
     b'"error":{"message":"x"}',
     b"\xc3",
     b"\xff",
+    b"event: content_block_start\n",
+    b'"type":"tool_use","id":"t"',
+    b'"type":"function_call","call_id":"c"',
+    b'"output_index":1',
+    b'"index":1',
+    b'"usage":{"input_tokens":-3}',
+    b'"prompt_tokens":-3',
 ]
 
 
@@ -332,8 +336,7 @@ def run_atheris(args: argparse.Namespace, artifacts: Path) -> int:
         f"-artifact_prefix={artifacts}/crash-{args.target}-",
         "-print_final_stats=1",
         str(corpus),
-        *(str(folder) for folder in SEED_DIRS + (FORMAT_SEED_DIRS if args.target == "fast_path" else [])
-          if folder.is_dir()),
+        *(str(folder) for folder in TARGET_SEEDS[args.target] if folder.is_dir()),
     ]
     command = [sys.executable, str(Path(__file__).resolve()), "--target", args.target, "--atheris-child", *libfuzzer]
     started = time.monotonic()

@@ -7,18 +7,20 @@ Modes: ``never-answers`` (accepts, reads, says nothing), ``status-only`` (``HTTP
 ``headers-stall`` (a 200 event-stream's headers, then nothing), ``error-body-stalls`` (a 500 with Content-Length,
 part of its body, then nothing), ``endless-error-body`` (a chunked 500 body that never ends), ``gzip-bomb`` (a 500
 whose ``Content-Encoding: gzip`` body inflates to ``bomb_bytes``), ``keepalive-forever`` (a 200 event stream with a
-``: keep-alive`` comment every ``interval`` seconds, forever). ``closed`` is set when a connection was closed by the
-client (the server saw EOF or a reset).
+``: keep-alive`` comment every ``interval`` seconds, forever), ``gzip-comments`` (a 200 event stream whose
+``Content-Encoding: gzip`` body of ``: x`` comment lines inflates to ``bomb_bytes``). ``closed`` is set when a
+connection was closed by the client (the server saw EOF or a reset).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import zlib
 from typing import Any
 
-__all__ = ["MODES", "HostileServer", "gzip_bomb"]
+__all__ = ["MODES", "HostileServer", "gzip_bomb", "gzip_comments"]
 
 MODES = (
     "never-answers",
@@ -28,6 +30,7 @@ MODES = (
     "endless-error-body",
     "gzip-bomb",
     "keepalive-forever",
+    "gzip-comments",
 )
 
 _SSE_HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -41,6 +44,22 @@ def gzip_bomb(size: int) -> bytes:
     parts.append(z.compress(bytes(size & ((1 << 20) - 1))))
     parts.append(z.flush())
     return b"".join(parts)
+
+
+def gzip_comments(size: int) -> bytes:
+    """About ``size`` bytes of ``: x`` comment lines, gzip-compressed (about 1000:1). Built from one compressed
+    MiB repeated: after a full flush the compressor starts afresh, so each MiB compresses to the same bytes."""
+    block = b": x\n" * (1 << 18)
+    count = max(1, size >> 20)
+    z = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    piece = z.compress(block) + z.flush(zlib.Z_FULL_FLUSH)
+    assert z.compress(block) + z.flush(zlib.Z_FULL_FLUSH) == piece
+    crc = 0
+    for _ in range(count):
+        crc = zlib.crc32(block, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = struct.pack("<II", crc, (len(block) * count) & 0xFFFFFFFF)
+    return header + piece * count + z.flush() + trailer
 
 
 def _chunk(data: bytes) -> bytes:
@@ -67,6 +86,8 @@ class HostileServer:
     async def __aenter__(self) -> HostileServer:
         if self.mode == "gzip-bomb":
             self._bomb = gzip_bomb(self.bomb_bytes)
+        elif self.mode == "gzip-comments":
+            self._bomb = gzip_comments(self.bomb_bytes)
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         return self
 
@@ -112,6 +133,10 @@ class HostileServer:
             assert self._bomb is not None
             head = b"HTTP/1.1 500 Internal Server Error\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n"
             writer.write(head % len(self._bomb) + self._bomb)
+        elif mode == "gzip-comments":
+            assert self._bomb is not None
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+            writer.write(head + b"content-length: %d\r\n\r\n" % len(self._bomb) + self._bomb)
         elif mode == "keepalive-forever":
             writer.write(_SSE_HEADERS)
             while True:

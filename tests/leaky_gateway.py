@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CASES", "KEY", "LeakyGateway"]
+__all__ = ["CASES", "FORMAT_CASES", "KEY", "LeakyGateway"]
 
 KEY = "sk-proj-Zq8uLeak7Secret3Key9Xw"
 """The key every secret test configures; long and sk-shaped, as real keys are."""
@@ -155,6 +155,53 @@ CASES: dict[str, Callable[[str], Response]] = {
     "comment": _comment,
 }
 
+def _named(payload: Json) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _thinking_signature(key: str) -> Response:
+    """A Messages stream whose thinking block's ``signature`` echoes the key."""
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                                  "model": "x", "usage": {"input_tokens": 3, "output_tokens": 1}}}
+    events: list[Json] = [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hmm"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": f"sig{key}"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    return _sse(*(_named(event) for event in events), done=False)
+
+
+def _encrypted_reasoning(key: str) -> Response:
+    """A Responses stream whose reasoning item's ``id`` and ``encrypted_content`` echo the key."""
+    item = {"type": "reasoning", "id": f"rs_{key}", "summary": []}
+    done = {**item, "encrypted_content": f"enc{key}"}
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    completed = {"id": "r", "status": "completed", "output": [], "usage": {"input_tokens": 3, "output_tokens": 2}}
+    events: list[Json] = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "item_id": item["id"], "delta": "hmm"},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.output_item.added", "output_index": 1, "item": message},
+        {"type": "response.output_text.delta", "output_index": 1, "item_id": "msg_1", "delta": "Hi"},
+        {"type": "response.completed", "response": completed},
+    ]
+    return _sse(*(_named(event) for event in events), done=False)
+
+
+FORMAT_CASES: dict[str, tuple[str, Callable[[str], Response]]] = {
+    "thinking-signature": ("messages", _thinking_signature),
+    "encrypted-reasoning": ("responses", _encrypted_reasoning),
+}
+"""Cases in another wire format: the model names the case, the value the API (``ChatClient(api=...)``) it needs."""
+
 _REASONS = {200: "OK", 401: "Unauthorized", 500: "Internal Server Error"}
 
 
@@ -171,7 +218,8 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
         if messages[-1].get("role") == "tool":
             status, content_type, extra, payload = _text("done")
         else:
-            status, content_type, extra, payload = CASES[body["model"]](key)
+            case = CASES.get(body["model"]) or FORMAT_CASES[body["model"]][1]
+            status, content_type, extra, payload = case(key)
         lines = [f"HTTP/1.1 {status} {_REASONS[status]}", f"content-type: {content_type}", "connection: close"]
         lines += [f"{name}: {value}" for name, value in extra.items()]
         lines.append(f"content-length: {len(payload)}")

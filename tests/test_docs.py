@@ -2,6 +2,9 @@
 
 - ``docs/protocol.md``: the error-code table between ``<!-- codes:begin -->`` and ``<!-- codes:end -->`` is exactly
   what ``scripts/gen_docs.py`` generates from ``operators.CODES``.
+- ``docs/operators.md``: the operator sections between ``<!-- operators:begin -->`` and ``<!-- operators:end -->`` are
+  exactly what ``scripts/gen_docs.py`` generates from the factories' docstrings, each of which carries its marble
+  diagram (the one copy: no module docstring draws one).
 - ``docs/gateways.md``: exactly what ``scripts/gen_gateways.py`` generates from the real-stream corpus (skipped when
   the corpus is not there).
 
@@ -10,14 +13,19 @@ Fix a failure by running the script named in the message, and commit the regener
 
 from __future__ import annotations
 
+import ast
+import pydoc
+import re
 from pathlib import Path
 
 import pytest
 
+import operators
 from operators import CODES, CodeInfo
 from scripts import gen_docs, gen_gateways
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+MARBLE_LINE = re.compile(r"^\s*(in|out|bytes|attempt \d):\s+--", re.M)
 
 
 def test_protocol_code_table_matches_operators_codes() -> None:
@@ -49,6 +57,58 @@ def test_check_rejects_a_page_without_markers(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="codes:begin"):
         gen_docs.check(page)
+
+
+def test_operators_page_matches_the_factories_docstrings() -> None:
+    diff = gen_docs.check_operators(DOCS / "operators.md")
+
+    assert not diff, "docs/operators.md is out of date: run python scripts/gen_docs.py\n" + "\n".join(diff)
+
+
+@pytest.mark.parametrize(("name", "title"), gen_docs.OPERATORS, ids=[name for name, _ in gen_docs.OPERATORS])
+def test_help_shows_each_operators_marble_diagram(name: str, title: str) -> None:
+    shown = pydoc.render_doc(getattr(operators, name), renderer=pydoc.plaintext)  # type: ignore[attr-defined]
+
+    assert MARBLE_LINE.search(shown), f"help(operators.{name}) shows no marble diagram"
+    assert MARBLE_LINE.search(gen_docs.operator_section(getattr(operators, name), title))
+
+
+def test_every_public_operator_factory_has_a_section() -> None:
+    documented = {name for name, _ in gen_docs.OPERATORS}
+    rules = {"coalesce_identity", "accumulate_arguments", "close_on_done", "classify_finish", "retry_when_retryable"}
+    factories = {name for name in operators.__all__ if name.startswith("parse_") or name in rules}
+
+    assert documented == factories
+
+
+def test_no_module_docstring_draws_a_marble_of_its_own() -> None:
+    package = Path(operators.__file__).parent
+    drawn = [
+        path.name
+        for path in sorted(package.glob("*.py"))
+        if MARBLE_LINE.search(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+    ]
+
+    assert drawn == [], "a marble diagram belongs on its factory's docstring, once"
+
+
+def test_check_operators_reports_a_page_that_drifted(tmp_path: Path) -> None:
+    page = tmp_path / "operators.md"
+    text = (DOCS / "operators.md").read_text(encoding="utf-8")
+    edited = text.replace("## `classify_finish()`", "## `classify_finish()`\n\nEdited by hand.")
+    page.write_text(edited, encoding="utf-8")
+
+    diff = gen_docs.check_operators(page)
+
+    assert any("Edited by hand." in line for line in diff)
+
+
+def test_check_operators_rejects_a_page_without_markers(tmp_path: Path) -> None:
+    page = tmp_path / "operators.md"
+    page.write_text("# no sections here\n", encoding="utf-8")
+
+    with pytest.raises(ValueError, match="operators:begin"):
+        gen_docs.check_operators(page)
 
 
 def test_gateways_page_matches_the_corpus() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from builders import finish, tool, tools
 
-from operators import BlockEnd, BlockStart, Chunk, Finish, FinishReason, ToolCallBlock, ToolCallDelta
-from scripts import fuzz
+from operators import BlockEnd, BlockStart, Chunk, Finish, FinishReason, ToolCallBlock, ToolCallDelta, Usage, UsageChunk
+from scripts import fuzz, fuzz_reference
 
 
 def sse(*payloads: object) -> bytes:
@@ -28,6 +28,7 @@ def test_the_seed_corpus_is_read_in_place_from_the_shared_fixtures() -> None:
 
 @pytest.mark.parametrize("target", sorted(fuzz.TARGETS))
 def test_every_seed_keeps_the_oracle(target: str) -> None:
+    assert fuzz.seed_files(target)
     for path in fuzz.seed_files(target):
         fuzz.TARGETS[target](path.read_bytes()[: fuzz.MAX_LEN])
 
@@ -100,3 +101,48 @@ def test_reproduce_replays_one_input_file_through_the_oracle(
 
     assert fuzz.main(["--target", "translate", "--reproduce", str(path)]) == 0
     assert "the oracle holds" in capsys.readouterr().out
+
+
+def test_the_seeds_cover_messages_and_responses() -> None:
+    assert any("messages" in path.parts for path in fuzz.seed_files("messages"))
+    assert any("responses" in path.parts for path in fuzz.seed_files("responses"))
+    assert not set(fuzz.seed_files("messages")) & set(fuzz.seed_files("translate"))  # translate: the chat fixtures
+
+
+def test_the_oracle_refuses_a_successful_response_in_which_two_calls_claimed_one_id() -> None:
+    data = sse(
+        tools(tool(0, id="call_1", name="f", arguments='{"x":1}')),
+        tools(tool(1, id="call_1", name="f", arguments='{"y":2}')),
+        finish("tool_calls"),
+    )
+    merged: list[Chunk] = [
+        BlockStart(0, "tool-call"),
+        BlockEnd(0, ToolCallBlock("call_1", "f", '{"x":1}{"y":2}')),
+        Finish(FinishReason("tool-calls")),
+    ]
+
+    with pytest.raises(fuzz.OracleFailure, match="two calls claimed the id"):
+        fuzz_reference.check_reference(data, merged, "chat")
+    fuzz.check_translate(data, "chat")  # the pipeline refuses it: the oracle holds
+
+
+def test_the_oracle_refuses_a_usage_that_lost_its_valid_prompt_count_to_a_later_invalid_one() -> None:
+    data = sse(
+        {"choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
+        {"choices": [], "usage": {"prompt_tokens": -3, "completion_tokens": 2}},
+    )
+    erased: list[Chunk] = [UsageChunk(Usage(input_tokens=0, output_tokens=2)), Finish(FinishReason("stop"))]
+
+    with pytest.raises(fuzz.OracleFailure, match="not the last valid one sent"):
+        fuzz_reference.check_reference(data, erased, "chat")
+    fuzz.check_translate(data, "chat")
+
+
+@pytest.mark.parametrize("target", ["messages", "responses"])
+def test_the_format_targets_run_bounded(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = fuzz.main(["--target", target, "--seconds", "1", "--no-atheris", "--artifacts", str(tmp_path)])
+
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert f"target={target}" in printed

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -26,12 +27,6 @@ from pipeline import _logging
 from pipeline.emulator import Emulator
 
 ROOT = Path(__file__).parents[1]
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 def unique(prefix: str) -> str:
@@ -237,6 +232,32 @@ def test_the_filter_removes_a_registered_key_from_a_message_its_arguments_and_a_
     assert secret[:10] not in text
     assert "calling with [redacted] failed (cut: [redacted])" in text
     assert "RuntimeError: Incorrect API key provided: [redacted]" in text
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        lambda key: key.upper(),
+        lambda key: key[-12:],
+        lambda key: key[5:17].upper(),
+        lambda key: re.sub(r"[^A-Z0-9]+", "_", key.upper())[-10:],
+    ],
+    ids=["upper-cased", "tail-cut", "middle-cut-upper-cased", "code-form-tail"],
+)
+def test_the_filter_removes_the_key_whatever_its_letter_case_or_wherever_it_was_cut(
+    shown: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "sk-cut-" + unique("Vw4nCutQ2Tail8Mid")
+    _logging.register_secret(secret)
+    logger = _logging.get_logger("test.cut")
+    caplog.set_level(logging.DEBUG, logger="llm_stream")
+
+    logger.warning("upstream said: ...%s... (x-api-key)", shown(secret))
+
+    (record,) = caplog.records
+    text = caplog.handler.format(record)
+    assert shown(secret) not in text
+    assert "upstream said: ...[redacted]... (x-api-key)" in text
 
 
 def test_a_rule_after_close_on_done_that_raises_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:

@@ -11,6 +11,7 @@ _registry    ToolRegistry, and loading a tools module
 _turn        TurnEvent, TurnEventKind, run_turn, run_turn_to_end
 """
 
+from .._faces import publish as _publish
 from ._errors import ToolDefinitionError
 from ._registry import ToolRegistry
 from ._schema import JsonSchema, schema_from_signature
@@ -31,3 +32,5 @@ __all__ = [
     "schema_from_signature",
     "validate",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

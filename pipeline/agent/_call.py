@@ -18,7 +18,7 @@ from ._quote import describe, excerpt, safe_repr, show
 from ._tool import Tool, ToolResult
 from ._validate import json_type, validate
 
-__all__ = ["MAX_PROBLEMS", "Call", "prepare", "result_from_value"]
+__all__ = ["DEFAULT_MAX_RESULT_CHARS", "MAX_PROBLEMS", "Call", "bounded_result", "prepare", "result_from_value"]
 
 MAX_PROBLEMS = 20
 """Schema problems listed in one ``ToolResult``; the rest are counted."""
@@ -71,6 +71,19 @@ def _parse_arguments(tool: str, arguments: object) -> dict[str, Any] | ToolResul
             is_error=True,
         )
     return value
+
+
+DEFAULT_MAX_RESULT_CHARS = 100_000
+"""The most characters of a tool result sent on (``ToolRegistry(max_result_chars=)``): about 25,000 tokens."""
+
+
+def bounded_result(result: ToolResult, limit: int | None) -> ToolResult:
+    """``result`` cut to ``limit`` characters, the cut said in a marker the model reads (``None``: no limit)."""
+    size = len(result.text)
+    if limit is None or size <= limit:
+        return result
+    marker = f"\n[truncated: the tool returned {size:,} characters; only the first {limit:,} are shown]"
+    return attrs.evolve(result, text=result.text[:limit] + marker)
 
 
 def result_from_value(value: object) -> ToolResult:

@@ -23,6 +23,10 @@ happened and what was expected, so the turn loop hands it back to the model and 
     the tool raised       tool get_weather failed: KeyError: 'Paris'
     the tool hung         tool get_weather timed out after 120 s (abandoned; the model may try again)
 
+A result longer than ``max_result_chars`` (100,000 unless given; None: no limit) is cut there and ends with
+``[truncated: the tool returned 104,857,600 characters; only the first 100,000 are shown]``, so a tool returning
+100 MB is never written whole into the session nor sent in the next request (docs/decisions/0041-tool-result-size.md).
+
 Each call has a time limit: the tool's own ``timeout``, else the registry's ``default_timeout`` (120 s unless
 given; None or ``math.inf``: no limit). A sync tool runs in a daemon thread of its own, so an abandoned one (timed
 out or cancelled) never holds up the event loop's shutdown; Python cannot kill a thread, so it runs on until it
@@ -55,7 +59,7 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from .._logging import get_logger
-from ._call import prepare, result_from_value
+from ._call import DEFAULT_MAX_RESULT_CHARS, bounded_result, prepare, result_from_value
 from ._convert import Binder, binder_for
 from ._errors import ToolDefinitionError
 from ._quote import EXCERPT, describe, excerpt, safe_repr, utf8_safe
@@ -88,11 +92,20 @@ class ToolRegistry:
     never raise (see the module docstring for every error message).
     """
 
-    def __init__(self, tools: Iterable[Tool] = (), *, default_timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        default_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
         try:
             self.default_timeout = check_timeout(default_timeout, "a registry's default_timeout")
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
+        if max_result_chars is not None and (type(max_result_chars) is not int or max_result_chars < 1):
+            raise ToolDefinitionError(f"max_result_chars must be a positive int or None, got {max_result_chars!r}")
+        self.max_result_chars = max_result_chars
         self._entries: dict[str, _Entry] = {}
         for tool in tools:
             self.add(tool)
@@ -180,10 +193,11 @@ class ToolRegistry:
         """Run the tool ``name`` with ``arguments`` (the JSON string the model wrote) and return what happened.
 
         Never raises, except ``asyncio.CancelledError``: every failure is a ``ToolResult(is_error=True)`` whose
-        text tells the model what went wrong. Empty (or blank) arguments mean ``{}``. The text is always encodable
+        text tells the model what went wrong. Empty (or blank) arguments mean ``{}``. The text is at most
+        ``max_result_chars`` characters and a truncation marker. The text is always encodable
         as UTF-8 (a lone surrogate, which a model can write as ``"\\ud800"``, becomes the escape ``\\ud800``).
         """
-        result = await self._call(name, arguments)
+        result = bounded_result(await self._call(name, arguments), self.max_result_chars)
         text = utf8_safe(result.text)
         return result if text is result.text else attrs.evolve(result, text=text)
 

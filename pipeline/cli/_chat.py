@@ -18,7 +18,8 @@ from typing import Any
 
 from operators import DEFAULT_LIMITS, Limits, RetryPolicy, RetryPolicyError
 from pipeline.agent import ToolRegistry, run_turn
-from pipeline.client import APIS, ChatClient, ConfigError
+from pipeline.client import ChatClient, ConfigError
+from pipeline.formats import APIS
 from pipeline.session import Session, SessionError
 
 from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, check_http_url

@@ -1,9 +1,11 @@
-"""``llm-stream proxy --upstream URL [--host H] [--port P] [--mode stream|buffered]``: the sanitizing proxy in the
-foreground (docs/proxy.md)."""
+"""``llm-stream proxy --upstream URL [--host H] [--port P] [--mode stream|buffered] [--retries N]``: the sanitizing
+proxy in the foreground (docs/proxy.md)."""
 
 from __future__ import annotations
 
 import argparse
+
+from operators import RetryPolicy
 
 from ._errors import EXIT_OK, CliError, check_http_url, listen_errors, port_number
 
@@ -21,8 +23,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--mode",
         choices=("stream", "buffered"),
         default="stream",
-        help="stream: forward clean bytes at once (default); buffered: hold each response until its finish, so "
-        "every retryable failure is retried transparently",
+        help="stream: forward repaired bytes at once (default); buffered: hold each response until its finish, so "
+        "any failure is an HTTP error the client can retry (or, with --retries, is retried here)",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=0,
+        help="retries inside the proxy for clients with no retry loop of their own (default 0: the client's own "
+        "retries govern; an SDK's max_retries would multiply with these)",
     )
     p.set_defaults(run=_run)
 
@@ -34,5 +43,6 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"the proxy needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
     check_http_url(args.upstream, what="--upstream")
     with listen_errors(args.host, args.port):
-        run_proxy(args.upstream, host=args.host, port=args.port, mode=args.mode)
+        retry = RetryPolicy(max_retries=args.retries) if args.retries > 0 else None
+        run_proxy(args.upstream, host=args.host, port=args.port, mode=args.mode, retry_policy=retry)
     return EXIT_OK

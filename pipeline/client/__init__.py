@@ -1,6 +1,8 @@
-"""A live endpoint: the HTTP client, its configuration, each API's request body, the HTTP byte source."""
+"""A live endpoint: the HTTP client, its configuration, the HTTP byte source. Each API's request (its path,
+headers and body) is a wire-format record of ``pipeline.formats``."""
 
-from ._client import ANTHROPIC_VERSION, ChatClient
+from .._faces import publish as _publish
+from ._client import ChatClient
 from ._config import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_TOTAL_TIMEOUT,
@@ -9,21 +11,15 @@ from ._config import (
     InsecureBaseUrlWarning,
     is_loopback,
 )
-from ._requests import APIS, DEFAULT_MAX_TOKENS, Api, chat_request, messages_request, responses_request
 
 __all__ = [
-    "ANTHROPIC_VERSION",
-    "APIS",
     "DEFAULT_IDLE_TIMEOUT",
-    "DEFAULT_MAX_TOKENS",
     "DEFAULT_TOTAL_TIMEOUT",
-    "Api",
     "ChatClient",
     "ClientConfig",
     "ConfigError",
     "InsecureBaseUrlWarning",
-    "chat_request",
     "is_loopback",
-    "messages_request",
-    "responses_request",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

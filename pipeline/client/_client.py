@@ -26,6 +26,7 @@ import collections
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import httpx
 import reactivex as rx
 from reactivex import Observable, abc
@@ -44,16 +45,13 @@ from operators import (
     retry_when_retryable,
 )
 from pipeline.compose import Assembler, AssistantMessage, apply, to_chunks, translate_batches
+from pipeline.formats import WIRE_FORMATS, Api, RequestOptions
 
 from .._logging import get_logger, log_chunks
 from ._config import ClientConfig
-from ._requests import BUILDERS, Api
 from ._source import Pace, http_source
 
-__all__ = ["ANTHROPIC_VERSION", "ChatClient"]
-
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header of a Messages API request, unless the client's ``headers`` give one."""
+__all__ = ["ChatClient"]
 
 
 class ChatClient:
@@ -120,41 +118,31 @@ class ChatClient:
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        system: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        stop: str | Sequence[str] | None = None,
-        tool_choice: Any = None,
+        options: RequestOptions | None = None,
         model: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """The streaming request body for the client's API, from a chat-shaped conversation (``messages`` and chat
-        ``tools``; ``system`` goes first). ``extra`` keys are added last, as they are, in the API's own shape.
+        ``tools``; ``system`` goes first). The request options are ``options`` or given as keywords (``tools=...``,
+        ``RequestOptions``' fields); other ``extra`` keys are added last, as they are, in the API's own shape.
         ``ValueError`` for a conversation the API cannot be sent (docs/decisions/0027-request-shapes.md)."""
-        build = BUILDERS[self.config.api]
-        body = build(
-            messages,
-            model=model or self.config.model,
-            tools=tools,
-            system=system,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            stop=stop,
-            tool_choice=tool_choice,
+        fields = {name: extra.pop(name) for name in attrs.fields_dict(RequestOptions) if name in extra}
+        body = WIRE_FORMATS[self.config.api].build(
+            messages, model=model or self.config.model, options=RequestOptions.of(options, fields)
         )
         body.update(extra)
         return body
 
     def _request_headers(self) -> dict[str, str]:
+        wire = WIRE_FORMATS[self.config.api]
         headers = dict(self.headers)
         given = {name.lower() for name in headers}
-        if self.config.api == "messages" and "anthropic-version" not in given:
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        headers.update((name, value) for name, value in wire.headers.items() if name.lower() not in given)
+        if "accept-encoding" not in given:  # the encodings the stream's reader inflates a slice at a time (0039)
+            headers["Accept-Encoding"] = "gzip, deflate"
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-            if self.config.api == "messages":  # Anthropic reads x-api-key; gateways differ, so both are sent
-                headers["x-api-key"] = self.config.api_key
+            headers.update((name, self.config.api_key) for name in wire.key_headers)
         return headers
 
     def response(self, body: Mapping[str, Any], *, pace: Pace | None = None) -> Observable[bytes]:
@@ -170,12 +158,19 @@ class ChatClient:
     # -- the facades ----------------------------------------------------------------------------------------------
 
     def attempts(
-        self, body: Mapping[str, Any], *, rules: Iterable[Rule] | None = None, pace: Pace | None = None
+        self,
+        body: Mapping[str, Any],
+        *,
+        rules: Iterable[Rule] | None = None,
+        pace: Pace | None = None,
+        comments: bool = False,
     ) -> Observable[Batch[Signal]]:
         """One attempt per subscription: the response through the API's parse operator (``parse_stream(api)``) and
-        ``rules`` (default ``protocol_rules()``), as batches."""
+        ``rules`` (default ``protocol_rules()``), as batches; ``comments=True`` reports SSE comment lines as
+        ``comment`` anomalies."""
         return translate_batches(
-            self.response(body, pace=pace), rules=rules, limits=self.config.limits, format=self.config.api
+            self.response(body, pace=pace), rules=rules, limits=self.config.limits, format=self.config.api,
+            comments=comments,
         )
 
     def chunks(
@@ -197,7 +192,7 @@ class ChatClient:
         if retry is not False:
             policy = retry if isinstance(retry, RetryPolicy) else self.retry_policy
             chain.append(retry_when_retryable(policy, scheduler=scheduler))
-        attempts = self.attempts(body, rules=rules, pace=pace)
+        attempts = self.attempts(body, rules=rules, pace=pace, comments=anomalies)
         chunks: Observable[Chunk] = to_chunks(anomalies=True)(apply(attempts, chain))  # logged even when not asked for
         # last, so stream(), complete(), run_turn and the session see only chunks without the key
         redacted = redact_key(self.config.api_key)(chunks)

@@ -12,8 +12,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from operators import DEFAULT_LIMITS, Limits, LlmStreamError
-
-from ._requests import APIS, ENDPOINTS, Api
+from pipeline.formats import APIS, WIRE_FORMATS, Api
 
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
@@ -94,7 +93,7 @@ class ClientConfig:
     @property
     def url(self) -> str:
         """The URL requests are posted to: the base URL and the API's path."""
-        return f"{self.base_url}{ENDPOINTS[self.api]}"
+        return f"{self.base_url}{WIRE_FORMATS[self.api].path}"
 
     def __attrs_post_init__(self) -> None:
         parts = urlsplit(self.base_url)

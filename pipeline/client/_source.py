@@ -1,7 +1,7 @@
 """The HTTP byte source: one POST per subscription, its body's reads as an ``Observable[bytes]``.
 
 - ``httpx_sse.aconnect_sse`` makes the connection (``Accept: text/event-stream``, ``Cache-Control: no-store``); the
-  body is read with ``response.aiter_bytes()`` and fed to our own ``parse_sse``, because httpx-sse's decoder deviates
+  body is read with ``stream_reads`` (below) and fed to our own ``parse_sse``, because httpx-sse's decoder deviates
   from the SSE standard (a leading BOM drops the first event; blank lines after an ``id:`` give empty events;
   docs/decisions/0001-parse-sse.md).
 - It is cold: each subscription sends the request again, so a retry is a re-subscription
@@ -12,7 +12,10 @@
   connecting and pool waits are bounded by ``min(connect_timeout, idle_timeout)``), whatever timeouts the caller's
   ``http_client`` has; ``asyncio.timeout(total_timeout)`` bounds the whole attempt (time spent waiting for the
   consumer's ``pace`` is not counted), so keep-alive comments cannot hold an attempt open forever.
-- Bounded reads: an error body (and a 2xx body that is not an event stream) is read only up to
+- Bounded reads: the stream is read in slices of at most 64 KiB (``stream_reads``: gzip and deflate inflated here
+  a slice at a time, the event loop given a turn between slices, so the total deadline and a cancellation fire
+  within a slice even when one network read inflates to a gigabyte; docs/decisions/0039-ignored-lines.md). An error
+  body (and a 2xx body that is not an event stream) is read only up to
   ``limits.max_error_body_bytes`` after decompression (gzip and deflate are inflated here with a bounded output, so a
   compression bomb never expands past the limit); crossing it is ``LIMIT_EXCEEDED`` carrying the HTTP status.
 - Failures never escape as exceptions: the source raises a ``StreamFailure`` through ``on_error`` and
@@ -28,6 +31,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -39,7 +43,7 @@ from reactivex.disposable import Disposable
 from operators import Code, Failure
 from operators.extend import StreamFailure
 
-from .._http import check_response, is_event_stream, reading
+from .._http import check_response, is_event_stream, reading, stream_reads
 from .._http import redact as _redact_text
 from ._config import ClientConfig
 
@@ -152,27 +156,27 @@ async def _attempt(
         where.now = "reading the response body"
         loop = asyncio.get_running_loop()
         received = False
-        reads = response.aiter_bytes()
-        while True:
-            try:
-                async with asyncio.timeout(config.idle_timeout):
-                    piece = await anext(reads)
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                return Failure(Code.TIMEOUT, _redact(
-                    config, f"no data from {config.base_url} for {config.idle_timeout:g} s (while {where.now})",
-                ))
-            if not piece:
-                continue
-            received = True
-            observer.on_next(piece)
-            if pace is not None:
-                paused = loop.time()
-                await pace()
-                when = deadline.when()
-                if when is not None:  # the consumer's time is not the server's: it does not count
-                    deadline.reschedule(when + loop.time() - paused)
+        async with contextlib.aclosing(stream_reads(response)) as reads:
+            while True:
+                try:
+                    async with asyncio.timeout(config.idle_timeout):
+                        piece = await anext(reads)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    return Failure(Code.TIMEOUT, _redact(
+                        config, f"no data from {config.base_url} for {config.idle_timeout:g} s (while {where.now})",
+                    ))
+                if not piece:
+                    continue
+                received = True
+                observer.on_next(piece)
+                if pace is not None:
+                    paused = loop.time()
+                    await pace()
+                    when = deadline.when()
+                    if when is not None:  # the consumer's time is not the server's: it does not count
+                        deadline.reschedule(when + loop.time() - paused)
         if not received:
             message = f"{config.base_url} answered HTTP {response.status_code} with no body"
             return Failure(Code.EMPTY_RESPONSE, _redact(config, message), status=response.status_code)

@@ -1,5 +1,6 @@
 """The composition: byte sources, the rule chain, and the facades translate, collect, stream and assemble."""
 
+from .._faces import publish as _publish
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
 from ._examples import example_path
 from ._redact import redact_key
@@ -25,3 +26,5 @@ __all__ = [
     "translate",
     "translate_batches",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

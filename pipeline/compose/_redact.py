@@ -15,9 +15,11 @@ Two kinds of field:
   be the start of the key is held back until the next delta of the same block shows whether it is (then it is
   replaced) or is not (then it is emitted); the block's end, a ``finish``, a ``retry`` or the end of the stream emits
   what is held. Only the exact key is replaced there, so the deltas always join to the block-end's text.
-- *whole* strings (failure ``message``, ``code``, ``request_id``, anomaly ``kind`` / ``detail``, tool-call ``id`` and
-  ``name``) lose the key in any letter case, its upper-cased code form (``SK_PROJ_...``, what an unknown
-  ``finish_reason`` becomes), and any start of the key 8 characters or longer (a quote cut in the middle of it).
+- *whole* strings: every other string field of every chunk, found by walking its ``attrs`` fields (failure
+  ``message``, ``code``, ``request_id``, anomaly ``kind`` / ``detail``, tool-call ``id`` and ``name``, a reasoning
+  block's ``signature``, ``encrypted`` and ``item_id``, and any field added later) lose the key in any letter case,
+  its upper-cased code form (``SK_PROJ_...``, what an unknown ``finish_reason`` becomes), and any start of the key 8
+  characters or longer (a quote cut in the middle of it). docs/decisions/0040-redaction-coverage.md.
 
 A key shorter than ``MIN_SECRET_CHARS`` (8) is not redacted: it is no secret worth the name, and replacing a one-letter
 key would rewrite every word that contains the letter. See docs/decisions/0015-redaction.md.
@@ -27,13 +29,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
-from reactivex import Observable, abc
-from reactivex.disposable import SingleAssignmentDisposable
+from reactivex import Observable
 
 from operators import (
-    Anomaly,
     BlockEnd,
     Chunk,
     Failure,
@@ -47,6 +48,8 @@ from operators import (
     ToolCallDelta,
 )
 
+from .._chunk_stage import ChunkStage, chunk_operator
+
 __all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact_key", "redact_text"]
 
 REDACTED = "[redacted]"
@@ -54,6 +57,18 @@ REDACTED_CODE = "REDACTED"
 MIN_SECRET_CHARS = 8
 
 Streamed = TextDelta | ReasoningDelta | ToolCallDelta
+
+_V = TypeVar("_V", bound=attrs.AttrsInstance)
+
+STREAMED_FIELDS: dict[type, str] = {
+    TextDelta: "text",
+    ReasoningDelta: "text",
+    ToolCallDelta: "arguments_delta",
+    TextBlock: "text",
+    ReasoningBlock: "text",
+    ToolCallBlock: "arguments",
+}
+"""The streamed text of each class (redacted exactly, across deltas); every other string field is a whole string."""
 
 
 def _code_form(key: str) -> str:
@@ -115,30 +130,36 @@ def redact_text(text: str, api_key: str | None) -> str:
     return _Secret(api_key).whole(text)
 
 
-class _Redactor:
+class _Redactor(ChunkStage[Chunk, Chunk]):
     """Per-subscription state: the held-back tail of each streamed block, by index."""
 
     def __init__(self, secret: _Secret) -> None:
         self.secret = secret
         self.held: dict[int, tuple[Streamed, str]] = {}
 
-    def failure(self, failure: Failure) -> Failure:
-        whole = self.secret.whole
-        return attrs.evolve(
-            failure,
-            code=whole(failure.code, REDACTED_CODE),
-            message=whole(failure.message),
-            request_id=whole(failure.request_id) if failure.request_id is not None else None,
-        )
-
-    def identity(self, delta: ToolCallDelta) -> ToolCallDelta:
-        whole = self.secret.whole
-        name = whole(delta.name) if delta.name is not None else None
-        return attrs.evolve(delta, id=whole(delta.id), name=name)
+    def whole_fields(self, value: _V) -> _V:
+        """``value`` with every string field but its streamed one redacted as a whole string, nested ``attrs`` values
+        (a finish's reason and failure, a block) included: a field added to a chunk class is covered as it comes."""
+        streamed = STREAMED_FIELDS.get(type(value))
+        changes: dict[str, Any] = {}
+        for field in attrs.fields(type(value)):
+            if field.name == streamed:
+                continue
+            item = getattr(value, field.name)
+            if isinstance(item, str):
+                code = field.name == "code" and type(value) is Failure
+                redacted: Any = self.secret.whole(item, REDACTED_CODE if code else REDACTED)
+            elif attrs.has(type(item)):
+                redacted = self.whole_fields(item)
+            else:
+                continue
+            if redacted != item:
+                changes[field.name] = redacted
+        return attrs.evolve(value, **changes) if changes else value  # type: ignore[misc]  # mypy: a bound TypeVar
 
     def streamed(self, chunk: Streamed, out: list[Chunk]) -> None:
         if isinstance(chunk, ToolCallDelta):
-            chunk = self.identity(chunk)
+            chunk = self.whole_fields(chunk)
             text = chunk.arguments_delta
         else:
             text = chunk.text
@@ -168,34 +189,31 @@ class _Redactor:
             self.release(index, out)
 
     def block_end(self, chunk: BlockEnd) -> BlockEnd:
-        block = chunk.block
+        block = self.whole_fields(chunk.block)
         exact = REDACTED.join
         if isinstance(block, ToolCallBlock):
-            whole = self.secret.whole
-            redacted: TextBlock | ReasoningBlock | ToolCallBlock = ToolCallBlock(
-                whole(block.id), whole(block.name), exact(block.arguments.split(self.secret.key))
-            )
+            block = attrs.evolve(block, arguments=exact(block.arguments.split(self.secret.key)))
         else:
-            redacted = attrs.evolve(block, text=exact(block.text.split(self.secret.key)))
-        return attrs.evolve(chunk, block=redacted)
+            block = attrs.evolve(block, text=exact(block.text.split(self.secret.key)))
+        return attrs.evolve(chunk, block=block)
 
-    def on_chunk(self, chunk: Chunk, out: list[Chunk]) -> None:
+    def on_end(self, out: list[Chunk]) -> None:
+        self.release_all(out)
+
+    def on_failure(self, error: Exception, out: list[Chunk]) -> bool:
+        self.release_all(out)
+        return False
+
+    def on_item(self, chunk: Chunk, out: list[Chunk]) -> None:
         if isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
             self.streamed(chunk, out)
         elif isinstance(chunk, BlockEnd):
             self.release(chunk.index, out)
             out.append(self.block_end(chunk))
-        elif isinstance(chunk, Finish):
-            self.release_all(out)
-            failure = chunk.reason.failure
-            out.append(chunk if failure is None else Finish(attrs.evolve(chunk.reason, failure=self.failure(failure))))
-        elif isinstance(chunk, Retry):
-            self.release_all(out)
-            out.append(attrs.evolve(chunk, failure=self.failure(chunk.failure)))
-        elif isinstance(chunk, Anomaly):
-            out.append(attrs.evolve(chunk, kind=self.secret.whole(chunk.kind), detail=self.secret.whole(chunk.detail)))
         else:
-            out.append(chunk)
+            if isinstance(chunk, Finish | Retry):
+                self.release_all(out)
+            out.append(self.whole_fields(chunk))
 
 
 def redact_key(api_key: str | None) -> Callable[[Observable[Chunk]], Observable[Chunk]]:
@@ -205,37 +223,4 @@ def redact_key(api_key: str | None) -> Callable[[Observable[Chunk]], Observable[
         return lambda source: source
     secret = _Secret(api_key)
 
-    def operator(source: Observable[Chunk]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            state = _Redactor(secret)
-
-            def emit(out: list[Chunk]) -> None:
-                for item in out:
-                    observer.on_next(item)
-
-            def on_next(chunk: Chunk) -> None:
-                out: list[Chunk] = []
-                state.on_chunk(chunk, out)
-                emit(out)
-
-            def on_error(error: Exception) -> None:
-                out: list[Chunk] = []
-                state.release_all(out)
-                emit(out)
-                observer.on_error(error)
-
-            def on_completed() -> None:
-                out: list[Chunk] = []
-                state.release_all(out)
-                emit(out)
-                observer.on_completed()
-
-            subscription = SingleAssignmentDisposable()
-            subscription.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return subscription
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _Redactor(secret))

@@ -20,7 +20,14 @@ import httpx
 from operators import DEFAULT_LIMITS, Code, Failure, Limits
 from operators.extend import StreamFailure
 
-from .._http import body_failure, check_response, check_response_sync, is_event_stream
+from .._http import (
+    body_failure,
+    check_response,
+    check_response_sync,
+    is_event_stream,
+    stream_reads,
+    stream_reads_sync,
+)
 
 __all__ = ["WrapsResponse", "aresponse_pieces", "http_response_of", "is_async_response", "response_pieces"]
 
@@ -103,7 +110,7 @@ def response_pieces(response: httpx.Response, limits: Limits | None = None) -> I
         raise StreamFailure(checked)
     received = False
     try:
-        for piece in response.iter_bytes():
+        for piece in stream_reads_sync(response):
             if piece:
                 received = True
                 yield piece
@@ -130,7 +137,7 @@ async def aresponse_pieces(response: httpx.Response, limits: Limits | None = Non
         raise StreamFailure(checked)
     received = False
     try:
-        async for piece in response.aiter_bytes():
+        async for piece in stream_reads(response):
             if piece:
                 received = True
                 yield piece

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reactivex import Observable, abc
+from reactivex import Observable
 
 from operators import (
     Anomaly,
@@ -32,6 +32,7 @@ from operators import (
 )
 from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain, default_rules
 
+from .._chunk_stage import ChunkStage, chunk_operator
 from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
 
@@ -47,55 +48,40 @@ def protocol_rules(limits: Limits | None = None) -> list[Rule]:
     return default_rules(limits)  # one list with the stages default_chain runs (operators/_chain.py)
 
 
+class _ToChunks(ChunkStage[Batch[Signal], Chunk]):
+    __slots__ = ("keep",)
+
+    def __init__(self, keep: tuple[type, ...]) -> None:
+        self.keep = keep
+
+    def on_item(self, item: Batch[Signal], out: list[Chunk]) -> None:
+        signal: Any
+        for signal in item:
+            if type(signal) in self.keep:
+                out.append(signal)
+                if type(signal) is Finish:
+                    self.finished = True
+                    return
+
+    def on_failure(self, error: Exception, out: list[Chunk]) -> bool:
+        if isinstance(error, StreamFailure):  # a chain without close_on_done: the source's own failure
+            aborted = error.failure.code == Code.ABORTED
+            out.append(Finish(FinishReason("aborted" if aborted else "error", error.failure)))
+            return True
+        _log.error("a rule raised %s after close_on_done: the response ends with UNKNOWN",
+                   type(error).__name__, exc_info=error)
+        out.append(Finish(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}")))
+        return True
+
+    def on_end(self, out: list[Chunk]) -> None:
+        out.append(Finish(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish")))
+
+
 def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
     """The last stage: batches to single public chunks (anomalies only when asked for), guaranteeing exactly one
     finish, last. An error that reached this point becomes an ``UNKNOWN`` error finish."""
     keep = CHUNK_TYPES if anomalies else tuple(t for t in CHUNK_TYPES if t is not Anomaly)
-
-    def operator(source: Observable[Batch[Signal]]) -> Observable[Chunk]:
-        def subscribe(
-            observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            finished = False
-            emit = observer.on_next  # bound once: this runs once per chunk
-
-            def on_next(batch: Batch[Signal]) -> None:
-                nonlocal finished
-                item: Any
-                for item in batch:
-                    if finished:
-                        return
-                    if type(item) in keep:
-                        emit(item)
-                        if type(item) is Finish:
-                            finished = True
-                            observer.on_completed()
-
-            def end(reason: FinishReason) -> None:
-                nonlocal finished
-                if finished:
-                    return
-                finished = True
-                observer.on_next(Finish(reason))
-                observer.on_completed()
-
-            def on_error(error: Exception) -> None:
-                if isinstance(error, StreamFailure):  # a chain without close_on_done: the source's own failure
-                    aborted = error.failure.code == Code.ABORTED
-                    end(FinishReason("aborted" if aborted else "error", error.failure))
-                    return
-                _log.error("a rule raised %s after close_on_done: the response ends with UNKNOWN",
-                           type(error).__name__, exc_info=error)
-                end(FinishReason.error(Code.UNKNOWN, f"{type(error).__name__}: {error}"))
-
-            def on_completed() -> None:
-                end(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish"))
-
-            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-
-        return Observable(subscribe)
-
-    return operator
+    return chunk_operator(lambda: _ToChunks(keep))
 
 
 def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Observable[Batch[Signal]]:
@@ -106,10 +92,10 @@ def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Obser
 
 
 def _parsed(
-    source: ByteSource | Observable[bytes], limits: Limits | None, format: Format | None
+    source: ByteSource | Observable[bytes], limits: Limits | None, format: Format | None, comments: bool
 ) -> Observable[Batch[Signal]]:
     observable = source if isinstance(source, Observable) else bytes_source(source, limits)
-    return parse_stream(format, limits)(observable)
+    return parse_stream(format, limits, comments=comments)(observable)
 
 
 def translate_batches(
@@ -118,14 +104,16 @@ def translate_batches(
     rules: Iterable[Rule] | None = None,
     limits: Limits | None = None,
     format: Format | None = None,
+    comments: bool = False,
 ) -> Observable[Batch[Signal]]:
     """The format's parse operator and the rules over a byte source, as batches (to compose further rules after
     them). ``limits`` goes to the parser and, when ``rules`` is not given, to ``protocol_rules``; ``format`` is
-    ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``)."""
+    ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``);
+    ``comments=True`` makes each SSE comment line a ``comment`` anomaly (otherwise it costs no object)."""
     if rules is None:  # the default chain: one operator with a fast path, the same items (decision 0050)
         observable = source if isinstance(source, Observable) else bytes_source(source, limits)
-        return default_chain(format, limits)(observable)
-    return apply(_parsed(source, limits, format), rules)
+        return default_chain(format, limits, comments=comments)(observable)
+    return apply(_parsed(source, limits, format, comments), rules)
 
 
 def translate(
@@ -139,7 +127,8 @@ def translate(
     """Bytes (or a ``pathlib.Path``, an ``httpx.Response``, an iterable of bytes, an Observable of bytes) to an
     ``Observable[Chunk]``. ``limits`` (default ``Limits()``) bounds what one response may carry
     (``LIMIT_EXCEEDED``). A response is classified by its status and content type first, as ``ChatClient`` does."""
-    return to_chunks(anomalies=anomalies)(translate_batches(source, rules=rules, limits=limits, format=format))
+    batches = translate_batches(source, rules=rules, limits=limits, format=format, comments=anomalies)
+    return to_chunks(anomalies=anomalies)(batches)
 
 
 def collect(

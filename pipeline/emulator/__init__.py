@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .._faces import publish as _publish
 from ._profiles import PROFILES, build_script
 from ._replay import replay_script
 from ._script import Script, ScriptOptions
@@ -44,6 +45,8 @@ __all__ = [
     "replay_script",
     "run_emulator",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _INSTALL_HINT = "pip install 'llm-stream-pipeline[emulator]'"
 
@@ -68,6 +71,7 @@ def __getattr__(name: str) -> object:
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
+    _publish(globals(), [name])
     return value
 
 

@@ -88,8 +88,8 @@ def _tool_call(call: ToolCallBlock) -> Json:
 def _usage(usage: Usage) -> Json:
     """The disjoint protocol counts back in OpenAI's shape (cached input is part of ``prompt_tokens``)."""
     cache_read = usage.cache_read_tokens or 0
-    prompt = usage.input_tokens + cache_read + (usage.cache_write_tokens or 0)
-    completion_tokens = usage.output_tokens
+    prompt = (usage.input_tokens or 0) + cache_read + (usage.cache_write_tokens or 0)  # the emulator's own counts
+    completion_tokens = usage.output_tokens or 0
     total = usage.total_tokens if usage.total_tokens is not None else prompt + completion_tokens
     prompt_details: Json = {"cached_tokens": cache_read, "audio_tokens": 0}
     if usage.cache_write_tokens is not None:

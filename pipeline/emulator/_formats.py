@@ -1,4 +1,5 @@
 """The two other API formats the emulator speaks, beside chat completions: which profile a request gets, without HTTP.
+Each is keyed by its name in ``pipeline.formats.WIRE_FORMATS``, whose record gives the path and the title.
 
     POST /v1/messages    (also /messages)     Anthropic Messages streaming          ``MESSAGES_PROFILES``
     POST /v1/responses   (also /responses)    OpenAI Responses streaming            ``RESPONSES_PROFILES``
@@ -26,6 +27,8 @@ from types import MappingProxyType
 from typing import Any
 
 import attrs
+
+from pipeline.formats import WIRE_FORMATS
 
 from ._errors import RequestError, error_body
 from ._messages_profiles import MESSAGES_PROFILES, anthropic_error
@@ -58,14 +61,26 @@ class ApiFormat:
     """One API format the emulator serves beyond chat completions."""
 
     name: str
-    """``"messages"`` or ``"responses"``."""
-    title: str
-    """How messages name it: "the Anthropic Messages format"."""
+    """``"messages"`` or ``"responses"``: a name of ``pipeline.formats.WIRE_FORMATS``, whose record gives the path the
+    emulator serves (under ``/v1`` and without) and the format's title."""
     profiles: Mapping[str, Profile]
     id_prefix: str
     """Prefix of the ``completion_id`` the profiles derive their ids from."""
     input_field: str
     """The request field whose size estimates ``input_tokens``."""
+    error_shape: Callable[[RequestError], dict[str, Any]]
+    """A refused request's body in the format's own error shape."""
+
+    @property
+    def title(self) -> str:
+        """How messages name it: "the Anthropic Messages format"."""
+        return WIRE_FORMATS[self.name].title
+
+    @property
+    def paths(self) -> tuple[str, str]:
+        """The paths it is served at: ``/v1/messages`` and ``/messages``."""
+        path = WIRE_FORMATS[self.name].path
+        return f"/v1{path}", path
 
     @property
     def model_prefix(self) -> str:
@@ -73,12 +88,21 @@ class ApiFormat:
         return f"emulator/{self.name}/"
 
 
+def _anthropic_shape(error: RequestError) -> dict[str, Any]:
+    return anthropic_error(_ANTHROPIC_ERROR_TYPES.get(error.status, "api_error"), error.message)
+
+
+def _openai_shape(error: RequestError) -> dict[str, Any]:
+    return error_body(error.message, "invalid_request_error", error.code, error.param)
+
+
 FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
     {
-        "messages": ApiFormat("messages", "the Anthropic Messages format", MESSAGES_PROFILES, "msg", "messages"),
-        "responses": ApiFormat("responses", "the OpenAI Responses format", RESPONSES_PROFILES, "resp", "input"),
+        "messages": ApiFormat("messages", MESSAGES_PROFILES, "msg", "messages", _anthropic_shape),
+        "responses": ApiFormat("responses", RESPONSES_PROFILES, "resp", "input", _openai_shape),
     }
 )
+"""The formats the emulator serves besides chat, keyed by their names in ``pipeline.formats.WIRE_FORMATS``."""
 
 
 def listed_models() -> list[str]:
@@ -167,6 +191,4 @@ def format_script(api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], profile
 
 def format_error(api: ApiFormat, error: RequestError) -> dict[str, Any]:
     """A refused request's body in the format's own error shape."""
-    if api.name == "messages":
-        return anthropic_error(_ANTHROPIC_ERROR_TYPES.get(error.status, "api_error"), error.message)
-    return error_body(error.message, "invalid_request_error", error.code, error.param)
+    return api.error_shape(error)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -22,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from pipeline.formats import WIRE_FORMATS
 
 from ._completion import completion
 from ._errors import ConnectionCutError, RequestError, error_body
@@ -94,15 +97,13 @@ class Gateway:
         self._closing: asyncio.Event | None = None
         self._closing_loop: asyncio.AbstractEventLoop | None = None
         routes = [
-            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
-            Route("/chat/completions", self.chat_completions, methods=["POST"]),
+            Route(f"/v1{WIRE_FORMATS['chat'].path}", self.chat_completions, methods=["POST"]),
+            Route(WIRE_FORMATS["chat"].path, self.chat_completions, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/models", self.models, methods=["GET"]),
-            Route("/v1/messages", self.messages, methods=["POST"]),
-            Route("/messages", self.messages, methods=["POST"]),
-            Route("/v1/responses", self.responses, methods=["POST"]),
-            Route("/responses", self.responses, methods=["POST"]),
         ]
+        for api in FORMATS.values():  # each format's record says where it is posted
+            routes += [Route(path, self._format_endpoint_of(api.name), methods=["POST"]) for path in api.paths]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: self.http_error})
         self.app.state.emulator_state = state
 
@@ -136,8 +137,8 @@ class Gateway:
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        message = f"{request.method} {request.url.path}: {exc}. The emulator serves POST /v1/chat/completions, "
-        message += "POST /v1/messages, POST /v1/responses and GET /v1/models."
+        served = ", ".join(f"POST /v1{WIRE_FORMATS[name].path}" for name in ("chat", *FORMATS))
+        message = f"{request.method} {request.url.path}: {exc}. The emulator serves {served} and GET /v1/models."
         return JSONResponse(error_body(message, "invalid_request_error"), status_code=status)
 
     async def models(self, request: Request) -> Response:
@@ -166,11 +167,11 @@ class Gateway:
             return Response(script.body, script.status, dict(script.headers), script.content_type)
         return _ScriptResponse(script, self)
 
-    async def messages(self, request: Request) -> Response:
-        return await self._format_endpoint(request, "messages")
+    def _format_endpoint_of(self, format_name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await self._format_endpoint(request, format_name)
 
-    async def responses(self, request: Request) -> Response:
-        return await self._format_endpoint(request, "responses")
+        return endpoint
 
     async def _format_endpoint(self, request: Request, format_name: str) -> Response:
         """``POST /v1/messages`` and ``POST /v1/responses``: stream only, errors in the API's own shape."""

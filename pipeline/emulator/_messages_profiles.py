@@ -29,7 +29,7 @@ from ._message_events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvent
 from ._profiles import Profile
 from ._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
 from ._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
-from ._sse import Event, stream_script
+from ._sse import DONE, Event, stream_script
 from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
 __all__ = [
@@ -43,10 +43,12 @@ __all__ = [
     "cut_after_stop",
     "drop_mid_stream",
     "error_midstream",
+    "late_id",
     "never_identified",
     "rate_limit",
     "seed_bug",
     "thinking_tool",
+    "trailing_done",
 ]
 
 def _text_events(m: MessageEvents, pieces: tuple[str, ...] = CLEAN_TEXT) -> list[Event]:
@@ -96,6 +98,23 @@ def never_identified(options: ScriptOptions) -> Script:
     """A ``tool_use`` block whose start has a name but no ``id``; no later event carries one."""
     m = MessageEvents(options)
     events = [*_tool_events(m, None), m.block_stop(0), *m.end("tool_use", len(WEATHER_ARGUMENTS) + 1)]
+    return stream_script(events, options)
+
+
+def late_id(options: ScriptOptions) -> Script:
+    """A ``tool_use`` block started with ``id: ""``; a repeated start for its index, after the first fragment, gives
+    the id."""
+    m = MessageEvents(options)
+    events = [
+        m.start(),
+        m.ping(),
+        m.tool_block(0, ""),
+        m.json(0, WEATHER_ARGUMENTS[0]),
+        m.tool_block(0, m.tool_id(0)),
+        *(m.json(0, f) for f in WEATHER_ARGUMENTS[1:]),
+        m.block_stop(0),
+        *m.end("tool_use", len(WEATHER_ARGUMENTS)),
+    ]
     return stream_script(events, options)
 
 
@@ -150,6 +169,12 @@ def cut_after_stop(options: ScriptOptions) -> Script:
     return attrs.evolve(script, headers={**script.headers, "connection": "close"})
 
 
+def trailing_done(options: ScriptOptions) -> Script:
+    """The clean stream, then a chat-style ``data: [DONE]`` after ``message_stop`` (as some gateways add)."""
+    m = MessageEvents(options)
+    return stream_script([*_text_events(m), m.block_stop(0), *m.end("end_turn", len(CLEAN_TEXT)), DONE], options)
+
+
 def rate_limit(options: ScriptOptions) -> Script:
     """HTTP 429 ``rate_limit_error`` in the Messages shape, with ``retry-after``."""
     body = anthropic_error("rate_limit_error", "This request would exceed your organization's rate limit.")
@@ -162,6 +187,10 @@ _REGISTRY: tuple[Profile, ...] = (
     Profile("clean-tool", 'one tool_use get_weather {"city": "Paris"} in input_json_delta fragments', clean_tool),
     Profile("seed-bug", 'the tool_use block start repeated for index 0 with id/name "" then null', seed_bug),
     Profile("never-identified", "a tool_use block with a name but no id, ever", never_identified),
+    Profile(
+        "late-block-id", 'a tool_use block started with id "", its id given by a repeated start for index 0', late_id
+    ),
+    Profile("trailing-done", "the clean stream, then data: [DONE] after message_stop", trailing_done),
     Profile("error-midstream", "text, then event: error overloaded_error (no message_stop)", error_midstream),
     Profile(
         "drop-mid-stream",

@@ -2,8 +2,12 @@
 LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (``Proxy``, ``create_proxy_app``,
 ``run_proxy``: ``llm-stream proxy``; these need the ``emulator`` extra, starlette and uvicorn).
 
-Both run a streamed chat completion through the library's operators and re-encode it as clean, standard OpenAI SSE
-(docs/decisions/0022-sanitizing-transport.md); everything else passes through untouched.
+Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
+sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
+``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
+(docs/decisions/0033-one-retry-layer.md); everything else passes through untouched. ``Sanitizer`` and
+``OpenAIEncoder`` (the earlier re-encoding of the operators' chunks as OpenAI SSE) remain for callers that want a
+stream rewritten from chunks.
 """
 
 from __future__ import annotations
@@ -11,15 +15,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .._faces import publish as _publish
+from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
+from ._messages_repair import MessagesRepair
+from ._repair import StreamRepair
+from ._responses_repair import ResponsesRepair
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
 if TYPE_CHECKING:
     from ._proxy import Proxy, create_proxy_app, run_proxy
 
-__all__ = ["Mode", "OpenAIEncoder", "Proxy", "Sanitizer", "SanitizingTransport", "create_proxy_app", "run_proxy",
-           "usage_json"]
+__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ResponsesRepair", "Sanitizer",
+           "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
 
@@ -40,6 +51,7 @@ def __getattr__(name: str) -> object:
         ) from exc
     value = getattr(module, name)
     globals()[name] = value
+    _publish(globals(), [name])
     return value
 
 

@@ -1,79 +1,107 @@
-"""The client's side of a sanitized response: its headers and its body, sync and async.
+"""The client's side of a repaired response: its headers and its body, sync and async, for httpx and httpx2.
 
-``start`` reads the upstream until clean bytes are ready (``mode="stream"``) or until the finish, and returns either
-the client's response or, when the attempt failed before a byte was forwarded and may be retried, the delay before
-the next attempt. The body then goes on reading the upstream as the client reads it. One step of either loop
-(``_step``, ``_outcome``) is shared.
+``start`` reads the upstream until the repairer releases bytes (``mode="stream"``) or until the finish
+(``"buffered"``), and returns either the client's response or, when the attempt failed before a byte was forwarded,
+the ``Failure`` (the transport answers it as an HTTP error or retries). The body then goes on reading the upstream as
+the client reads it. After the first byte a failure is the in-band error event the repairer writes; a body the
+upstream cut stays cut (the body raises the client's own ``RemoteProtocolError`` / ``ReadTimeout`` after that event).
+
+A read deadline counts from the last content the repairer released, not from the last byte: keep-alive comments
+alone do not keep a request alive past the client's read timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
-import httpx
+import attrs
 
 from operators import Code, Failure
 
-from ._sanitizer import Attempts, Sanitizer
+from ._flavours import HTTP_ERRORS, TIMEOUTS, AsyncStream, SyncStream
+from ._repair import StreamRepair
 
-__all__ = ["DROPPED_HEADERS", "AsyncBody", "Bytes", "SyncBody", "sse_headers"]
+__all__ = ["DROPPED_HEADERS", "AsyncBody", "Bytes", "Deadline", "SyncBody", "relay_headers"]
 
-DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "content-type", "connection"})
+DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
+_CUT_CODES = frozenset({Code.STREAM_CLOSED, Code.TRANSPORT, Code.TIMEOUT})
 
 
-def sse_headers(upstream: httpx.Response | None) -> dict[str, str]:
-    headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-    if upstream is not None:
-        for name, value in upstream.headers.items():
-            if name.lower() not in DROPPED_HEADERS:
-                headers.setdefault(name.lower(), value)
-    return headers
+def relay_headers(upstream: Any) -> dict[str, str]:
+    """The upstream's headers as the client gets them: the body is decoded and re-framed, so no length, encoding or
+    framing header; everything else as sent."""
+    return {k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS}
+
+
+@attrs.define
+class Deadline:
+    """The client's read timeout applied to content: ``expired()`` once ``read_s`` passed since the last release."""
+
+    read_s: float | None
+    last: float = attrs.field(factory=time.monotonic)
+
+    @classmethod
+    def of(cls, request: Any) -> Deadline:
+        timeout = request.extensions.get("timeout") or {}
+        read = timeout.get("read")
+        return cls(float(read) if isinstance(read, int | float) and read > 0 else None)
+
+    def step(self, repair: StreamRepair, read: bytes) -> bytes:
+        out = repair.feed(read)
+        now = time.monotonic()
+        if out:
+            self.last = now
+        elif self.read_s is not None and now - self.last > self.read_s and repair.finish is None:
+            return repair.fail(Failure(Code.TIMEOUT, f"no content from the upstream for {self.read_s:g} s "
+                                       "(only keep-alive bytes)"))
+        return out
 
 
 def _read_failure(exc: Exception) -> Failure:
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, TIMEOUTS):
         return Failure(Code.TIMEOUT, f"the upstream stopped sending: {type(exc).__name__}: {exc}")
     return Failure(Code.TRANSPORT, f"reading the upstream response failed: {type(exc).__name__}: {exc}")
 
 
-Read = bytes | None | httpx.HTTPError
+Read = bytes | None | Exception
 """One upstream read: a piece, the end of the body (``None``), or the error that ended it."""
 
 
-def _step(sanitizer: Sanitizer, read: Read) -> bytes:
-    """What the sanitizer has ready after one upstream read."""
-    if isinstance(read, httpx.HTTPError):
-        return sanitizer.fail(_read_failure(read))
-    return sanitizer.close() if read is None else sanitizer.feed(read)
-
-
-def _outcome(
-    sanitizer: Sanitizer, held: list[bytes], upstream: httpx.Response, attempts: Attempts
-) -> httpx.Response | float:
-    """The attempt ended before anything was forwarded: the delay before a retry, or the whole response."""
-    failure = sanitizer.failure
-    delay = attempts.delay_s(failure) if failure is not None else None
-    if delay is not None:
-        return delay
-    return httpx.Response(200, headers=sse_headers(upstream), stream=Bytes(b"".join(held)))
+def _step(repair: StreamRepair, read: Read, deadline: Deadline) -> bytes:
+    if isinstance(read, Exception):
+        return repair.fail(_read_failure(read))
+    return repair.close() if read is None else deadline.step(repair, read)
 
 
 def _next(reads: Iterator[bytes]) -> Read:
     try:
         return next(reads, None)
-    except httpx.HTTPError as exc:
+    except HTTP_ERRORS as exc:
         return exc
 
 
 async def _anext(reads: AsyncIterator[bytes]) -> Read:
     try:
         return await anext(reads, None)
-    except httpx.HTTPError as exc:
+    except HTTP_ERRORS as exc:
         return exc
 
 
-class Bytes(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A whole body, not yet read (``httpx.Response(content=...)`` would mark it read, and a client sending with
+def _cut(hx: Any, repair: StreamRepair) -> Exception | None:
+    """The client's own error for a body the upstream cut (raised after the in-band error event), else ``None``."""
+    failure = repair.failure
+    if failure is None or failure.code not in _CUT_CODES:
+        return None
+    if failure.code == Code.TIMEOUT:
+        return hx.ReadTimeout(failure.message)  # type: ignore[no-any-return]
+    return hx.RemoteProtocolError(failure.message)  # type: ignore[no-any-return]
+
+
+class Bytes(SyncStream, AsyncStream):
+    """A whole body, not yet read (``Response(content=...)`` would mark it read, and a client sending with
     ``stream=True`` could then not iterate it)."""
 
     def __init__(self, data: bytes) -> None:
@@ -86,85 +114,100 @@ class Bytes(httpx.SyncByteStream, httpx.AsyncByteStream):
         yield self._data
 
 
-class SyncBody(httpx.SyncByteStream):
-    """The client's body: what was ready when the response was handed over, then the rest as it is sanitized."""
+def _held(hx: Any, upstream: Any, repair: StreamRepair, held: list[bytes]) -> Any:
+    """The attempt ended (or the stream was buffered to its finish) before anything was forwarded."""
+    if repair.failure is not None:
+        return repair.failure
+    repair.forwarded = True
+    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=Bytes(b"".join(held)))
 
-    def __init__(self, upstream: httpx.Response, reads: Iterator[bytes], sanitizer: Sanitizer, first: bytes) -> None:
-        self._upstream, self._reads, self._sanitizer, self._first = upstream, reads, sanitizer, first
+
+class SyncBody(SyncStream):
+    """The client's body: what was released when the response was handed over, then the rest as it is repaired."""
+
+    def __init__(self, hx: Any, upstream: Any, reads: Iterator[bytes], repair: StreamRepair, first: bytes,
+                 deadline: Deadline) -> None:
+        self._hx, self._upstream, self._reads, self._repair = hx, upstream, reads, repair
+        self._first, self._deadline = first, deadline
 
     @classmethod
-    def start(
-        cls, upstream: httpx.Response, sanitizer: Sanitizer, buffered: bool, attempts: Attempts
-    ) -> httpx.Response | float:
+    def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
+        """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded."""
         reads = upstream.iter_bytes()
         held: list[bytes] = []
-        while True:
-            read = _next(reads)
-            held.append(_step(sanitizer, read))
-            if sanitizer.finish is not None or not isinstance(read, bytes):
-                upstream.close()
-                return _outcome(sanitizer, held, upstream, attempts)
-            if held[-1] and not buffered:
-                sanitizer.forwarded = True
-                body = cls(upstream, reads, sanitizer, b"".join(held))
-                return httpx.Response(200, headers=sse_headers(upstream), stream=body)
+        try:
+            while True:
+                read = _next(reads)
+                held.append(_step(repair, read, deadline))
+                if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
+                    upstream.close()
+                    return _held(hx, upstream, repair, held)
+                if held[-1] and not buffered:
+                    repair.forwarded = True
+                    body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
+                    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        except BaseException:  # interrupted (the client went away): release the upstream connection now
+            upstream.close()
+            raise
 
     def __iter__(self) -> Iterator[bytes]:
         yield self._first
         try:
-            while self._sanitizer.finish is None:
-                read = _next(self._reads)
-                out = _step(self._sanitizer, read)
+            while self._repair.finish is None:
+                out = _step(self._repair, _next(self._reads), self._deadline)
                 if out:
                     yield out
-                if not isinstance(read, bytes):
-                    return
+            cut = _cut(self._hx, self._repair)
+            if cut is not None:
+                raise cut
         finally:
             self.close()
 
     def close(self) -> None:
-        self._sanitizer.dispose()
+        self._repair.dispose()
         self._upstream.close()
 
 
-class AsyncBody(httpx.AsyncByteStream):
+class AsyncBody(AsyncStream):
     """``SyncBody`` for an async client."""
 
-    def __init__(
-        self, upstream: httpx.Response, reads: AsyncIterator[bytes], sanitizer: Sanitizer, first: bytes
-    ) -> None:
-        self._upstream, self._reads, self._sanitizer, self._first = upstream, reads, sanitizer, first
+    def __init__(self, hx: Any, upstream: Any, reads: AsyncIterator[bytes], repair: StreamRepair, first: bytes,
+                 deadline: Deadline) -> None:
+        self._hx, self._upstream, self._reads, self._repair = hx, upstream, reads, repair
+        self._first, self._deadline = first, deadline
 
     @classmethod
-    async def start(
-        cls, upstream: httpx.Response, sanitizer: Sanitizer, buffered: bool, attempts: Attempts
-    ) -> httpx.Response | float:
+    async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
         reads = upstream.aiter_bytes()
         held: list[bytes] = []
-        while True:
-            read = await _anext(reads)
-            held.append(_step(sanitizer, read))
-            if sanitizer.finish is not None or not isinstance(read, bytes):
-                await upstream.aclose()
-                return _outcome(sanitizer, held, upstream, attempts)
-            if held[-1] and not buffered:
-                sanitizer.forwarded = True
-                body = cls(upstream, reads, sanitizer, b"".join(held))
-                return httpx.Response(200, headers=sse_headers(upstream), stream=body)
+        try:
+            while True:
+                read = await _anext(reads)
+                held.append(_step(repair, read, deadline))
+                if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
+                    await upstream.aclose()
+                    return _held(hx, upstream, repair, held)
+                if held[-1] and not buffered:
+                    repair.forwarded = True
+                    body = cls(hx, upstream, reads, repair, b"".join(held), deadline)
+                    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=body)
+        except BaseException:  # cancelled (the client went away): release the upstream connection now
+            await asyncio.shield(upstream.aclose())
+            raise
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         yield self._first
         try:
-            while self._sanitizer.finish is None:
-                read = await _anext(self._reads)
-                out = _step(self._sanitizer, read)
+            while self._repair.finish is None:
+                out = _step(self._repair, await _anext(self._reads), self._deadline)
                 if out:
                     yield out
-                if not isinstance(read, bytes):
-                    return
+            cut = _cut(self._hx, self._repair)
+            if cut is not None:
+                raise cut
         finally:
             await self.aclose()
 
     async def aclose(self) -> None:
-        self._sanitizer.dispose()
+        self._repair.dispose()
         await self._upstream.aclose()

@@ -54,15 +54,17 @@ class Identity:
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
-    """A ``Usage`` in OpenAI's shape: ``prompt_tokens`` is billed input (uncached + cache reads + cache writes)."""
+    """A ``Usage`` in OpenAI's shape: ``prompt_tokens`` is billed input (uncached + cache reads + cache writes). A
+    count the upstream did not give (``None``) is left out, never sent as 0 (decision 0046)."""
     cache_read = usage.cache_read_tokens or 0
     cache_write = usage.cache_write_tokens or 0
-    prompt = usage.input_tokens + cache_read + cache_write
-    out: dict[str, Any] = {
-        "prompt_tokens": prompt,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens if usage.total_tokens is not None else prompt + usage.output_tokens,
-    }
+    prompt = None if usage.input_tokens is None else usage.input_tokens + cache_read + cache_write
+    completion = usage.output_tokens
+    total: int | float | None = usage.total_tokens
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    out: dict[str, Any] = {key: value for key, value in counts.items() if value is not None}
     details: dict[str, Any] = {}
     if usage.cache_read_tokens is not None:
         details["cached_tokens"] = usage.cache_read_tokens

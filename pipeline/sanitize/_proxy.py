@@ -11,6 +11,8 @@
   (docs/proxy.md).
 - The upstream unreachable is a ``502`` and an upstream that stops answering a ``504``, each with an OpenAI-shaped
   error body carrying our code (``TRANSPORT``, ``TIMEOUT``).
+- Nothing is retried unless ``retry_policy`` (``--retries N``) says so: the client's own retry loop governs; a body
+  the upstream cut is aborted, never ended cleanly (docs/decisions/0033-one-retry-layer.md).
 
 Needs the ``emulator`` extra (starlette and uvicorn).
 """
@@ -28,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from operators import Code, Limits, RetryPolicy
+from operators import Code, Limits, LlmStreamError, RetryPolicy
 from operators.extend import OWN_ERROR_TYPE
 
 from .._serve import BackgroundServer, bind, serve, url_of, uvicorn_config
@@ -117,13 +119,20 @@ class _ProxyServer(uvicorn.Server):
         await self._client.aclose()
 
 
+class UpstreamCut(LlmStreamError):
+    """The upstream body ended early: raised inside the response so the server aborts it (no terminating chunk)."""
+
+
 async def _relay(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The response's bytes as they arrive (still encoded if the upstream compressed a pass-through response)."""
+    """The response's bytes as they arrive (still encoded if the upstream compressed a pass-through response).
+
+    A body the upstream cut (a reset, chunked without its last chunk, a short Content-Length) stays cut: the
+    client's response is aborted, not ended, on every path (a repaired stream has its in-band error event first)."""
     try:
         async for piece in response.aiter_raw():
             yield piece
-    except httpx.HTTPError:
-        return  # the upstream dropped a pass-through body: the client sees the body end, as it would directly
+    except httpx.HTTPError as exc:
+        raise UpstreamCut(f"the upstream body ended early: {type(exc).__name__}: {exc}") from None
     finally:
         await response.aclose()
 

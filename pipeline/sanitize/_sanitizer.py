@@ -1,8 +1,9 @@
-"""One upstream attempt, sans I/O: response bytes in, clean OpenAI SSE bytes out (``Sanitizer``), and the retry
-budget across attempts (``Attempts``). The sync and async transports and the proxy only move bytes and sleep.
+"""The retry budget across attempts (``Attempts``, used by the transport's opt-in internal retries), and
+``Sanitizer``: one attempt re-encoded from the operators' chunks as fresh OpenAI SSE (the 0022 design; the transport
+and the proxy now repair in place with ``ChatRepair`` instead, decision 0032).
 
-The bytes go through the library's own chain (``translate``: ``parse_sse`` and ``protocol_rules()``), then the API
-key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
+The bytes go through the library's own chain (``translate_batches``: ``parse_sse`` and ``protocol_rules()``), then the
+API key the request carried is redacted from every chunk (``redact_key``), then ``OpenAIEncoder`` writes them back.
 The completion's id, model and creation time are taken from the first upstream event that has them (the request's
 model and a generated id otherwise), so a client sees the provider's own id.
 """
@@ -21,7 +22,7 @@ from reactivex.subject import Subject
 
 from operators import Anomaly, Chunk, Failure, Finish, Limits, RetryPolicy
 from operators.extend import StreamFailure
-from pipeline.compose import redact_key, translate
+from pipeline.compose import redact_key, to_chunks, translate_batches
 
 from .._logging import get_logger
 from ._encode import Identity, OpenAIEncoder
@@ -52,7 +53,9 @@ class Sanitizer:
         self._pending: list[Chunk] = []
         self.forwarded = False
         """Whether any byte of this attempt has been handed to the client (set by the transport)."""
-        chunks = redact_key(api_key)(translate(self._subject, limits=limits, anomalies=True, format="chat"))
+        # anomalies are logged, but a comment line (a keep-alive) costs no object (docs/decisions/0039-ignored-lines.md)
+        parsed = translate_batches(self._subject, limits=limits, format="chat")
+        chunks = redact_key(api_key)(to_chunks(anomalies=True)(parsed))
         self._subscription: DisposableBase = chunks.subscribe(on_next=self._on_chunk)
 
     @property

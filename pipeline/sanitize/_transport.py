@@ -1,217 +1,271 @@
-"""``SanitizingTransport``: an httpx transport (sync and async) that makes a streamed chat completion clean.
+"""``SanitizingTransport``: an httpx / httpx2 transport (sync and async) that repairs streamed responses in place.
 
-    client = openai.OpenAI(http_client=httpx.Client(transport=pipeline.SanitizingTransport()))
-    client = openai.AsyncOpenAI(http_client=httpx.AsyncClient(transport=pipeline.SanitizingTransport()))
+    client = openai.OpenAI(http_client=httpx2.Client(transport=pipeline.SanitizingTransport()))
+    client = openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=pipeline.SanitizingTransport()))
+    llm = ChatOpenAI(http_client=httpx.Client(transport=pipeline.SanitizingTransport()))
 
-A ``POST .../chat/completions`` whose JSON body says ``"stream": true`` is sent with the wrapped transport, its
-response classified (``pipeline._http``) and its body run through the library's operators, and the client receives
-standard OpenAI SSE (``_encode.py``). Every other request passes through untouched.
+A ``POST`` whose JSON body says ``"stream": true`` to ``.../chat/completions`` (and the other formats of
+``_formats.py``) is sent with the wrapped transport and its body repaired by the format's ``StreamRepair``: each event
+forwarded as the upstream sent it unless a rule must change it. Every other request passes through untouched.
 
-Failures (docs/decisions/0022-sanitizing-transport.md): a failure the ``RetryPolicy`` retries that happens before any
-byte has been handed to the client (an HTTP 429, a ``MALFORMED_TOOL_CALL`` refusal with no text before it, ...) is
-retried here, so the client sees only the good attempt; the client receives the response only when its first clean
-byte is ready. After that, a failure ends the stream with an in-band ``data: {"error": ...}`` event. With
-``mode="buffered"`` the whole response is held until its finish, so every retryable failure is retried. A final
-HTTP error (status >= 300) is passed on as it came (status, headers, the bounded body), so the SDK raises its own
-``RateLimitError``, ``AuthenticationError``, ...
+One retry layer, the client's (docs/decisions/0033-one-retry-layer.md): by default nothing is retried here. An HTTP
+error passes as the upstream sent it; a stream-level failure found before any byte was forwarded (a never-identified
+call, a cut, an in-band error) becomes an HTTP error in the API's own shape naming our code, with ``x-should-retry``
+from the library's retry classification, so the client's ``max_retries``, backoff and timeout govern; a read timeout
+before the first byte is the client's own ``ReadTimeout``. After the first byte a failure is an in-band error event.
+``retry=RetryPolicy(...)`` turns on internal retries for clients with no retry loop of their own, every wait bounded
+by the request's own timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import random as _random
 import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-import httpx
-
-from operators import DEFAULT_LIMITS, Code, Failure, Limits, RetryPolicy
-from operators.extend import OWN_ERROR_TYPE
+from operators import DEFAULT_LIMITS, DEFAULT_RETRYABLE_CODES, Code, Failure, Limits, RetryPolicy
 
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
-from ._bodies import DROPPED_HEADERS, AsyncBody, Bytes, SyncBody, sse_headers
-from ._encode import error_event
-from ._sanitizer import Attempts, Sanitizer
+from ._bodies import AsyncBody, Bytes, Deadline, SyncBody, relay_headers
+from ._flavours import TIMEOUTS, TRANSPORT_ERRORS, Transports, flavour
+from ._formats import StreamFormat, streamed_format
+from ._repair import error_response
+from ._sanitizer import Attempts
 
 __all__ = ["Mode", "SanitizingTransport"]
 
 Mode = Literal["stream", "buffered"]
 
 
-def _streamed_chat(request: httpx.Request) -> dict[str, Any] | None:
-    """The JSON body of a streamed chat-completions request, else ``None`` (the request passes through)."""
-    if request.method != "POST" or not request.url.path.rstrip("/").endswith("/chat/completions"):
-        return None
-    try:
-        body = json.loads(request.content)
-    except (ValueError, httpx.RequestNotRead):
-        return None
-    return body if isinstance(body, dict) and body.get("stream") is True else None
+def _bearer(request: Any) -> str | None:
+    for name in ("authorization", "x-api-key"):
+        value: str = request.headers.get(name, "")
+        scheme, _, token = value.partition(" ")
+        if name == "x-api-key" and value.strip():
+            return value.strip()
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return None
 
 
-def _bearer(request: httpx.Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
+def _budget_s(request: Any) -> float | None:
+    """The request's own timeout (its largest phase), the bound on every internal retry's wait."""
+    timeout = request.extensions.get("timeout") or {}
+    values = [float(v) for v in timeout.values() if isinstance(v, int | float) and v > 0]
+    return max(values) if values else None
 
 
-def _passthrough(upstream: httpx.Response, raw: bytes | int, failure: Failure) -> httpx.Response:
-    """A final HTTP error as it came; a body past the bound is replaced by an OpenAI-shaped error naming the bound."""
-    if isinstance(raw, int):
-        error = {"message": failure.message, "type": OWN_ERROR_TYPE, "code": failure.code}
-        raw = json.dumps({"error": error}).encode()
-    headers = {k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS}
-    headers["content-type"] = upstream.headers.get("content-type", "application/json")
-    return httpx.Response(upstream.status_code, headers=headers, stream=Bytes(raw))
+class _Attempt:
+    """The retry state of one request: ``None`` delays when retries are off (the default)."""
+
+    def __init__(self, policy: RetryPolicy | None, request: Any, rand: Callable[[], float]) -> None:
+        self._attempts = Attempts(policy, rand) if policy is not None else None
+        self._budget = _budget_s(request)
+        self._started = time.monotonic()
+
+    def delay_s(self, failure: Failure) -> float | None:
+        if self._attempts is None:
+            return None
+        delay = self._attempts.delay_s(failure)
+        if delay is not None and self._budget is not None and time.monotonic() - self._started + delay > self._budget:
+            return None  # the wait would outlast the request's own timeout
+        return delay
 
 
-class SanitizingTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """Wraps ``transport`` (default: httpx's own, sync or async as used) and sanitizes streamed chat completions.
+class SanitizingTransport(Transports):
+    """Wraps ``transport`` (default: the client's own module's default transport, sync or async as used) and repairs
+    streamed responses. One instance serves ``httpx.Client``, ``httpx.AsyncClient``, ``httpx2.Client`` and
+    ``httpx2.AsyncClient``.
 
-    ``retry_policy`` (default ``RetryPolicy()``) decides which failures are retried before the client sees a byte;
-    ``limits`` bounds each response as in ``pipeline.translate``; ``mode`` is ``"stream"`` (forward as soon as
-    clean bytes are ready) or ``"buffered"`` (hold the response until its finish); ``random`` is the backoff's
-    jitter source (inject a fixed one in tests). The same instance serves an ``httpx.Client`` and an
-    ``httpx.AsyncClient``.
+    ``retry`` (default ``None``: no internal retries) is a ``RetryPolicy`` for clients with no retry loop;
+    ``retry_policy`` is its older name. ``limits`` bound each response as in ``pipeline.translate``. ``mode`` is
+    ``"stream"`` (forward as soon as repaired bytes are ready) or ``"buffered"`` (hold the response until its
+    finish). ``strict=True`` adds the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in
+    it ``EMPTY_RESPONSE`` (both answered with ``x-should-retry: true``); by default those reach the client as the
+    upstream sent them. ``random`` is the backoff's jitter source (inject a fixed one in tests).
     """
 
     def __init__(
         self,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        transport: Any = None,
         *,
+        retry: RetryPolicy | None = None,
         retry_policy: RetryPolicy | None = None,
         limits: Limits | None = None,
         mode: Mode = "stream",
+        strict: bool = False,
         random: Callable[[], float] | None = None,
     ) -> None:
         if mode not in ("stream", "buffered"):
             raise ValueError(f"mode is 'stream' or 'buffered', got {mode!r}")
-        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy()
+        self.retry = retry if retry is not None else retry_policy
         self.limits = limits
         self.mode: Mode = mode
-        self._random = random
-        self._sync = transport if isinstance(transport, httpx.BaseTransport) else None
-        self._async = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
-        self._own_sync = self._own_async = transport is None
+        self.strict = strict
+        self._random = random or _random.random
+        self._given = transport
+        self._inner: dict[tuple[str, bool], Any] = {}
 
     def __repr__(self) -> str:
         return f"SanitizingTransport(mode={self.mode!r})"
 
-    def _attempts(self) -> Attempts:
-        if self._random is None:
-            return Attempts(self.retry_policy)
-        return Attempts(self.retry_policy, self._random)
+    def _transport(self, hx: Any, sync: bool) -> Any:
+        if self._given is not None:
+            wanted = hx.BaseTransport if sync else hx.AsyncBaseTransport
+            if not isinstance(self._given, wanted):
+                kind = "a sync" if sync else "an async"
+                raise TypeError(f"this SanitizingTransport wraps {type(self._given).__name__}, which is not {kind} "
+                                f"{hx.__name__} transport: use it with the matching client")
+            return self._given
+        key = (hx.__name__, sync)
+        if key not in self._inner:
+            self._inner[key] = hx.HTTPTransport() if sync else hx.AsyncHTTPTransport()
+        return self._inner[key]
+
+    def _prepare(self, request: Any) -> tuple[StreamFormat | None, _Attempt]:
+        found = streamed_format(request.method, request.url.path, request.content)
+        return found, _Attempt(self.retry, request, self._random)
+
+    def _repair(self, found: StreamFormat, request: Any) -> Any:
+        return found.repair(limits=self.limits, api_key=_bearer(request), strict=self.strict)
+
+    def _answer(self, hx: Any, request: Any, found: StreamFormat, failure: Failure) -> Any:
+        """A failure before any byte: the client's own ``ReadTimeout`` for a timeout, else an HTTP error."""
+        if failure.code == Code.TIMEOUT:
+            raise hx.ReadTimeout(failure.message, request=request)
+        answer = error_response(failure, found.error_body, self._classification())
+        return hx.Response(answer.status, headers=answer.headers, stream=Bytes(answer.body))
+
+    def _settle(
+        self, hx: Any, request: Any, found: StreamFormat, attempt: _Attempt, result: Any
+    ) -> tuple[Any, float | None]:
+        """An attempt's outcome: the client's response (and ``None``), or the delay before the next attempt."""
+        if not isinstance(result, Failure):
+            return result, None
+        delay = attempt.delay_s(result)
+        return (self._answer(hx, request, found, result) if delay is None else None), delay
+
+    def _classification(self) -> RetryPolicy | None:
+        """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
+        (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
+        if self.retry is not None or not self.strict:
+            return self.retry
+        return RetryPolicy(retryable_codes=(*DEFAULT_RETRYABLE_CODES, Code.REFUSAL))
 
     # -- sync -----------------------------------------------------------------------------------------------------
 
-    def _inner_sync(self) -> httpx.BaseTransport:
-        if self._sync is None:
-            if not self._own_sync:
-                raise TypeError("this SanitizingTransport wraps an async transport: use it with httpx.AsyncClient")
-            self._sync = httpx.HTTPTransport()
-        return self._sync
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        inner = self._inner_sync()
-        if not isinstance(request.stream, httpx.ByteStream):
+    def handle_request(self, request: Any) -> Any:
+        hx = flavour(request)
+        inner = self._transport(hx, True)
+        if not isinstance(request.stream, hx.ByteStream):
             request.read()
-        body = _streamed_chat(request)
-        if body is None:
+        found, attempt = self._prepare(request)
+        if found is None:
             return inner.handle_request(request)
-        attempts = self._attempts()
-        limits = self.limits or DEFAULT_LIMITS
-        buffered = self.mode == "buffered"
         while True:
             try:
                 upstream = inner.handle_request(request)
-            except httpx.TransportError as exc:
-                delay = attempts.delay_s(_connect_failure(request, exc))
+            except TRANSPORT_ERRORS as exc:
+                delay = attempt.delay_s(_connect_failure(request, exc))
                 if delay is None:
                     raise  # the client's own error (the SDK's APIConnectionError), as without the transport
                 time.sleep(delay)
                 continue
-            if is_event_stream(upstream):
-                result = SyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
-                if isinstance(result, httpx.Response):
-                    return result
-                time.sleep(result)
-                continue
-            raw = read_bounded_sync(upstream, limits.max_error_body_bytes)
-            upstream.close()
-            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host), api_key=_bearer(request))
-            delay = attempts.delay_s(failure)
-            if delay is not None:
+            if not is_event_stream(upstream):
+                if self.retry is None:
+                    return upstream  # as the upstream sent it
+                raw = read_bounded_sync(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
+                upstream.close()
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
+                if delay is None:
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 time.sleep(delay)
                 continue
-            return _final(upstream, raw, failure)
+            result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+                                    Deadline.of(request))
+            response, delay = self._settle(hx, request, found, attempt, result)
+            if delay is None:
+                return response
+            time.sleep(delay)
 
     def close(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
+        for (_, sync), inner in self._inner.items():
+            if sync:
+                inner.close()
+        if self._given is not None and hasattr(self._given, "handle_request"):
+            self._given.close()
 
     # -- async ----------------------------------------------------------------------------------------------------
 
-    def _inner_async(self) -> httpx.AsyncBaseTransport:
-        if self._async is None:
-            if not self._own_async:
-                raise TypeError("this SanitizingTransport wraps a sync transport: use it with httpx.Client")
-            self._async = httpx.AsyncHTTPTransport()
-        return self._async
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        inner = self._inner_async()
-        if not isinstance(request.stream, httpx.ByteStream):
+    async def handle_async_request(self, request: Any) -> Any:
+        hx = flavour(request)
+        inner = self._transport(hx, False)
+        if not isinstance(request.stream, hx.ByteStream):
             await request.aread()
-        body = _streamed_chat(request)
-        if body is None:
+        found, attempt = self._prepare(request)
+        if found is None:
             return await inner.handle_async_request(request)
-        attempts = self._attempts()
-        limits = self.limits or DEFAULT_LIMITS
-        buffered = self.mode == "buffered"
         while True:
             try:
-                upstream = await inner.handle_async_request(request)
-            except httpx.TransportError as exc:
-                delay = attempts.delay_s(_connect_failure(request, exc))
+                upstream = await _head(inner, request, hx)
+            except TRANSPORT_ERRORS as exc:
+                delay = attempt.delay_s(_connect_failure(request, exc))
                 if delay is None:
                     raise
                 await asyncio.sleep(delay)
                 continue
-            if is_event_stream(upstream):
-                result = await AsyncBody.start(upstream, self._sanitizer(request, body), buffered, attempts)
-                if isinstance(result, httpx.Response):
-                    return result
-                await asyncio.sleep(result)
-                continue
-            raw = await read_bounded(upstream, limits.max_error_body_bytes)
-            await upstream.aclose()
-            failure = body_failure(upstream, raw, limits=limits, origin=str(request.url.host), api_key=_bearer(request))
-            delay = attempts.delay_s(failure)
-            if delay is not None:
+            if not is_event_stream(upstream):
+                if self.retry is None:
+                    return upstream
+                raw = await read_bounded(upstream, (self.limits or DEFAULT_LIMITS).max_error_body_bytes)
+                await upstream.aclose()
+                failure = self._body_failure(request, upstream, raw)
+                delay = attempt.delay_s(failure)
+                if delay is None:
+                    return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 await asyncio.sleep(delay)
                 continue
-            return _final(upstream, raw, failure)
+            result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+                                           Deadline.of(request))
+            response, delay = self._settle(hx, request, found, attempt, result)
+            if delay is None:
+                return response
+            await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
-        if self._async is not None:
-            await self._async.aclose()
+        for (_, sync), inner in self._inner.items():
+            if not sync:
+                await inner.aclose()
+        if self._given is not None and hasattr(self._given, "handle_async_request"):
+            await self._given.aclose()
 
-    def _sanitizer(self, request: httpx.Request, body: dict[str, Any]) -> Sanitizer:
-        model = body.get("model")
-        return Sanitizer(
-            model=model if isinstance(model, str) else "unknown", limits=self.limits, api_key=_bearer(request)
-        )
+    def _body_failure(self, request: Any, upstream: Any, raw: bytes | int) -> Failure:
+        return body_failure(upstream, raw, limits=self.limits or DEFAULT_LIMITS, origin=str(request.url.host),
+                            api_key=_bearer(request))
 
 
-def _connect_failure(request: httpx.Request, exc: httpx.TransportError) -> Failure:
+async def _head(inner: Any, request: Any, hx: Any) -> Any:
+    """The upstream's response head within the request's own timeout in total: a head dripped a byte at a time
+    resets the per-read timeout and would otherwise never time out (the client's ``ReadTimeout`` then)."""
+    budget = _budget_s(request)
+    if budget is None:
+        return await inner.handle_async_request(request)
+    try:
+        return await asyncio.wait_for(inner.handle_async_request(request), budget)
+    except TimeoutError:
+        raise hx.ReadTimeout(f"no response head within the request's timeout ({budget:g} s)", request=request) from None
+
+
+def _connect_failure(request: Any, exc: Exception) -> Failure:
     """A request that got no response: ``TIMEOUT`` for a timeout, ``TRANSPORT`` otherwise (both retryable)."""
-    code = Code.TIMEOUT if isinstance(exc, httpx.TimeoutException) else Code.TRANSPORT
+    code = Code.TIMEOUT if isinstance(exc, TIMEOUTS) else Code.TRANSPORT
     return Failure(code, f"request to {request.url.host} failed: {type(exc).__name__}: {exc}")
 
 
-def _final(upstream: httpx.Response, raw: bytes | int, failure: Failure) -> httpx.Response:
-    """The response for a final failure before any byte: an HTTP error as it came, any other (a 2xx that is not an
-    event stream) as an event stream ending in the error event."""
-    if upstream.status_code >= 300:
-        return _passthrough(upstream, raw, failure)
-    return httpx.Response(200, headers=sse_headers(upstream), stream=Bytes(error_event(failure)))
+def _as_sent(hx: Any, upstream: Any, body: bytes) -> Any:
+    """A response read to classify it (internal retries on), given back as it came (a body past the bound replaced
+    by an error in the API's shape naming the bound)."""
+    return hx.Response(upstream.status_code, headers=relay_headers(upstream), stream=Bytes(body))

@@ -5,6 +5,7 @@ as immutable values (one class per event type). One function decides whether an 
 and on read alike, so a session this library writes always loads again (docs/decisions/0011-session-durability.md).
 """
 
+from .._faces import publish as _publish
 from ._errors import (
     SessionCorruptionError,
     SessionError,
@@ -53,3 +54,5 @@ __all__ = [
     "check",
     "repair",
 ]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

@@ -100,7 +100,9 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
     and breaks a rule, and a torn last line. A ``user/message`` belongs to no turn and is kept when valid.
     The kept events are renumbered from seq 1 and the log is replaced atomically (temporary file, fsync,
     ``os.replace``, mode 0600). Nothing is deleted: every line ends in the log or in the quarantine file.
-    A log that is already valid is left untouched. Takes the writer lock: ``SessionLockedError`` if open.
+    A log that is already valid is left untouched, and a file none of whose lines is a valid event is refused
+    (``SessionError``, unchanged): repair never empties a file that was not a session log. Takes the writer lock:
+    ``SessionLockedError`` if open.
     """
     log_path = Path(path)
     lock = Lock.acquire(log_path)
@@ -124,6 +126,12 @@ def _repair_locked(log_path: Path, lock: Lock) -> RepairReport:
     bad_lines = {record.line.number for record in records if not record.parsed}
     bad_turns: set[int] = set()
     kept = _replay(records, bad_turns, bad_lines)
+    if not kept and lines:
+        raise SessionError(
+            f"{log_path} is not a session log: none of its {len(lines) + (torn is not None)} line(s) is a valid "
+            "session event, so repair would empty it; it was left unchanged (a notes file with an envelope-shaped "
+            "line looks so)."
+        )
     quarantined = [record.line for record in records if record.line.number in bad_lines or record.turn in bad_turns]
     if torn is not None:
         quarantined.append(torn)

@@ -59,8 +59,9 @@ class Session(TypedAppends):
 
         Raises ``SessionLockedError`` if another ``Session`` (in any process, through any path to the same file)
         has it open, ``SessionCorruptionError`` if a stored event breaks a rule, ``SessionError`` for a file that is
-        not a session log (left unchanged), a directory, a read-only or unreadable file, and ``FileNotFoundError``
-        if it does not exist and ``create`` is false. A new log is created with mode 0600.
+        not a session log (left unchanged; an empty file reached through a symbolic or hard link included), a
+        directory, a read-only or unreadable file, and ``FileNotFoundError`` if it does not exist and ``create`` is
+        false. A new log is created with mode 0600.
         """
         log_path = Path(path)
         created = _create(log_path, create=create, fsync=fsync)
@@ -76,6 +77,12 @@ class Session(TypedAppends):
                         "a session needs a writable log (Session.load reads it without writing)"
                     )
                 loaded = load_bytes(lock.read(), log_path)
+                if not created and not loaded.events and _is_link(log_path, info):
+                    raise SessionError(
+                        f"refusing to open {log_path}: it is a link (symbolic, or a hard link) to an existing file "
+                        "that is not a session log, so it was left unchanged. Give the path of a session log, or of "
+                        "a file that does not exist yet to start one."
+                    )
                 if loaded.torn is not None:
                     warn_torn(log_path, loaded.torn, "it was truncated away")
                     os.ftruncate(fd, loaded.size)
@@ -240,6 +247,11 @@ class Session(TypedAppends):
                 f"refused to append {event_type}: the event is not JSON-serialisable as UTF-8 ({exc}). "
                 "Nothing was written."
             ) from exc
+
+
+def _is_link(path: Path, info: os.stat_result) -> bool:
+    """Whether ``path`` reaches its file through a link: a symbolic link, or a file with more than one hard link."""
+    return path.is_symlink() or info.st_nlink > 1
 
 
 def _create(path: Path, *, create: bool, fsync: bool) -> bool:

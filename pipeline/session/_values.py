@@ -100,10 +100,11 @@ class ToolSource(msgspec.Struct, frozen=True):
 
 
 class UsageRecord(msgspec.Struct, frozen=True, omit_defaults=True):
-    """``Usage.to_json()``: the counts that are not known are left out."""
+    """``Usage.to_json()``: the counts that are not known are left out (the input and output counts too, when the
+    provider gave none the library could read: decision 0046)."""
 
-    input_tokens: Number
-    output_tokens: Number
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
     total_tokens: Number | None = None
     cache_read_tokens: Number | None = None
     cache_write_tokens: Number | None = None

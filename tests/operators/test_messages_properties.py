@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import MESSAGES_STREAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +16,7 @@ from operators import BlockEnd, Chunk, Finish, ReasoningBlock, ToolCallBlock, ch
 from operators._parse_messages import parse_messages_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(os.environ.get("LLM_STREAM_MESSAGES_FIXTURES", REPO.parent / "shared/fixtures/messages"))
+FIXTURES = MESSAGES_STREAMS
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 DATA = {path.name: path.read_bytes() for path in STREAMS}
 

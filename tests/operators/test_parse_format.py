@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 import reactivex as rx
+from corpus import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from operators import detect_format, parse_sse, parse_stream
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+SHARED = FIXTURES
 CHAT = sorted((SHARED / "sse" / "real").glob("*.sse"))
 MESSAGES = sorted((SHARED / "messages").glob("*.sse"))
 RESPONSES = sorted((SHARED / "responses").glob("*.sse"))

@@ -75,10 +75,11 @@ class Run:
         self.completed = True
 
 
-def feed(*pieces: bytes) -> Run:
+def feed(*pieces: bytes, comments: bool = False) -> Run:
     """Feeds ``pieces`` (one per read) to a fresh ``parse_sse`` and records what comes out."""
     run = Run()
-    reactivex.from_iterable(pieces).pipe(parse_sse()).subscribe(run.on_next, run.on_error, run.on_completed)
+    operator = parse_sse(comments=comments)
+    reactivex.from_iterable(pieces).pipe(operator).subscribe(run.on_next, run.on_error, run.on_completed)
     return run
 
 
@@ -177,12 +178,16 @@ def test_a_bom_split_into_one_byte_reads_is_dropped() -> None:
     assert feed(b"\xef", b"\xbb", b"\xbf", event(TEXT), done()).items == [wire(TEXT), Done()]
 
 
-def test_comment_lines_are_reported_as_comment_anomalies_and_dispatch_nothing() -> None:
-    run = feed(b": OPENROUTER PROCESSING\n\n" + event(TEXT) + b":\n" + done())
+def test_comment_lines_are_reported_as_comment_anomalies_when_asked_for_and_dispatch_nothing() -> None:
+    run = feed(b": OPENROUTER PROCESSING\n\n" + event(TEXT) + b":\n" + done(), comments=True)
 
     assert [type(item) for item in run.items] == [Anomaly, WireChunk, Anomaly, Done]
     assert kinds(run) == ["comment", "comment"]
     assert "OPENROUTER PROCESSING" in run.items[0].detail
+
+
+def test_comment_lines_cost_no_object_unless_asked_for() -> None:
+    assert feed(b": OPENROUTER PROCESSING\n\n" + event(TEXT) + b":\n" + done()).items == [wire(TEXT), Done()]
 
 
 @pytest.mark.parametrize("field", ["data: ", "data:"], ids=["with-space", "without-space"])

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import attrs
+from corpus import RESPONSES_STREAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +21,7 @@ from operators import Anomaly, BlockEnd, Chunk, Code, Finish, ToolCallBlock
 from operators._parse_responses import parse_responses_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(os.environ.get("LLM_STREAM_RESPONSES_FIXTURES", REPO.parent / "shared/fixtures/responses"))
+FIXTURES = RESPONSES_STREAMS
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 FIXTURE_BYTES = [p.read_bytes() for p in STREAMS]
 

@@ -1,5 +1,5 @@
 """RetryPolicy: the shapes and validation of dsh-behaviour.md §5.2 (RP-1..RP-4), the delays of §5.3 steps 9-10
-(R-1, R-4, R-5, R-6, R-7, R-14) and the policy key of §5.5."""
+(R-1, R-4, R-5, R-6, R-7, R-14)."""
 
 from __future__ import annotations
 
@@ -308,40 +308,20 @@ def test_the_largest_values_are_accepted() -> None:
     assert policy.initial_delay_ms == policy.max_delay_ms == MAX
 
 
-# -- the policy key (§5.5) -----------------------------------------------------------------------------------
-
-
-def test_key_is_compact_json_with_sorted_codes_and_javascript_numbers() -> None:  # R-1
-    policy = RetryPolicy.normal(2, [Code.SERVER, Code.RATE_LIMIT], jitter_ratio=0)
-
-    assert policy.key == '["normal",2,["RATE_LIMIT","SERVER"],500,10000,0]'
-
-
-def test_key_of_an_always_policy_has_no_budget_or_codes() -> None:
-    assert RetryPolicy.always().key == '["always",500,10000,0.1]'
+# -- numbers in messages ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("initial", "jitter", "expected"),
-    [
-        (500.0, 0.1, "500,10000,0.1"),
-        (0.5, 0.25, "0.5,10000,0.25"),
-        (1e-7, 0.00001, "1e-7,10000,0.00001"),
-        (1.5e-7, 1e-6, "1.5e-7,10000,0.000001"),
-        (123.456, 1.0, "123.456,10000,1"),
-    ],
+    ("initial", "maximum", "quoted"),
+    [(20000.0, 10000, "(20000) must be less than or equal to max_delay_ms (10000)"),
+     (1e-7, 1.5e-8, "(1e-7) must be less than or equal to max_delay_ms (1.5e-8)"),
+     (0.5, 0.25, "(0.5) must be less than or equal to max_delay_ms (0.25)")],
 )
-def test_key_formats_numbers_as_javascript_does(initial: float, jitter: float, expected: str) -> None:
-    policy = RetryPolicy.always(initial_delay_ms=initial, max_delay_ms=10_000.0, jitter_ratio=jitter)
-
-    assert policy.key == f'["always",{expected}]'
-
-
-def test_a_changed_policy_has_a_different_key() -> None:
-    assert (
-        RetryPolicy.always(initial_delay_ms=1, max_delay_ms=1).key
-        != RetryPolicy.always(initial_delay_ms=3, max_delay_ms=3).key
-    )
+def test_a_delay_order_error_quotes_the_numbers_as_the_configuration_file_holds_them(
+    initial: float, maximum: float, quoted: str
+) -> None:
+    with pytest.raises(RetryPolicyError, match=re.escape(quoted)):
+        RetryPolicy.from_config({"backoff": {"initial_delay_ms": initial, "max_delay_ms": maximum}})
 
 
 # -- which failures are retried (§5.3 step 4, §5.4) ----------------------------------------------------------
@@ -495,22 +475,5 @@ def test_to_config_round_trips_through_from_config(policy: RetryPolicy) -> None:
 
     assert RetryPolicy.from_config(config) == policy
     assert RetryPolicy.from_config(json.loads(json.dumps(config))) == policy
-    assert RetryPolicy.from_config(config).key == policy.key
 
 
-@given(policies())
-def test_key_is_compact_json_of_the_policy(policy: RetryPolicy) -> None:
-    decoded = json.loads(policy.key)
-    outside_strings = policy.key
-    for code in policy.retryable_codes or ():
-        outside_strings = outside_strings.replace(json.dumps(code, ensure_ascii=False), '""')
-
-    assert not re.search(r"\s", outside_strings)
-    assert not re.search(r"\.0[,\]]", outside_strings), "whole numbers are written without .0"
-    assert decoded[0] == policy.mode
-    assert decoded[-3:] == [policy.initial_delay_ms, policy.max_delay_ms, policy.jitter_ratio]
-    if policy.mode == "normal":
-        assert decoded[1] == policy.max_retries
-        assert decoded[2] == sorted(
-            policy.retryable_codes or (), key=lambda c: c.encode("utf-16-be", "surrogatepass")
-        )

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import F, delta, finish, of_type, run, sse, usage
+from corpus import PEER_STREAMS
 
 import pipeline
 from operators._usage import MAX_COUNT
 
-REPO = Path(__file__).resolve().parents[2]
-PEERS = Path(os.environ.get("LLM_STREAM_PEERS", REPO.parent / "shared/fixtures/sse/peers"))
+PEERS = PEER_STREAMS
 
 
 def _usage_of(data: bytes) -> dict[str, Any]:
@@ -37,7 +36,7 @@ def test_an_invalid_prompt_count_is_dropped_with_an_anomaly(wire: str, shown: st
     trailing = '{"choices": [], "usage": {"prompt_tokens": ' + wire + ', "completion_tokens": 2}}'
     data = sse(F, delta(content="x"), finish("stop"), trailing)
 
-    assert _usage_of(data) == {"input_tokens": 0, "output_tokens": 2}
+    assert _usage_of(data) == {"output_tokens": 2}  # the invalid count absent, never 0 (decision 0046)
     [anomaly] = [a for a in _anomalies(data) if a["kind"] == "invalid-usage"]
     assert f"prompt_tokens={shown}" in anomaly["detail"]
 
@@ -52,7 +51,7 @@ def test_counts_that_once_summed_to_minus_infinity_give_strict_json() -> None:
 
     for chunk in pipeline.collect(data, anomalies=True):
         json.dumps(chunk.to_json(), allow_nan=False)  # raises on -Infinity
-    assert _usage_of(data) == {"input_tokens": 0, "output_tokens": 1}
+    assert _usage_of(data) == {"output_tokens": 1}
 
 
 def test_a_number_beyond_the_float_range_is_a_malformed_response() -> None:
@@ -94,6 +93,41 @@ def test_a_null_usage_field_keeps_the_earlier_value() -> None:
     data = sse(F, delta(content="x"), finish("stop"), usage(10, 1), usage(None, 4))
 
     assert _usage_of(data) == {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14}
+
+
+@pytest.mark.parametrize("invalid", [-3, 1.5, 2**64], ids=["negative", "fraction", "beyond-64-bits"])
+def test_a_later_invalid_count_keeps_the_earlier_valid_one(invalid: object) -> None:
+    data = sse(F, delta(content="x"), finish("stop"), usage(10, 4), usage(invalid, 5))
+
+    assert _usage_of(data) == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+
+def test_a_later_invalid_count_is_reported_as_set_aside() -> None:
+    data = sse(F, delta(content="x"), finish("stop"), usage(10, 4), usage(10, -3))
+
+    [anomaly] = [a for a in _anomalies(data) if a["kind"] == "invalid-usage"]
+    assert "completion_tokens=-3 (the earlier valid count kept)" in anomaly["detail"]
+
+
+def test_a_later_invalid_messages_output_count_keeps_the_earlier_one() -> None:
+    def event(payload: dict[str, Any]) -> bytes:
+        return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
+                                                  "model": "x", "usage": {"input_tokens": 9, "output_tokens": 1}}}
+    data = b"".join(event(p) for p in (
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 6}},
+        {"type": "message_delta", "delta": {}, "usage": {"output_tokens": -3}},
+        {"type": "message_stop"},
+    ))
+
+    [chunk] = of_type([c.to_json() for c in pipeline.collect(data)], "usage")
+    assert chunk["usage"]["output_tokens"] == 6
+    assert chunk["usage"]["input_tokens"] == 9
 
 
 def _peer(name: str) -> bytes:

@@ -20,8 +20,8 @@ from operators import (
     TextDelta,
     ToolCallBlock,
 )
-from pipeline.client import chat_request, messages_request, responses_request
 from pipeline.compose import assemble
+from pipeline.formats import chat_request, messages_request, responses_request
 from pipeline.session import Session
 
 SIGNED = ReasoningBlock("I should look it up.", signature="EqQBCkYIBxgCKkD")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,8 @@ from turn_helpers import (
     make_client,
     new_key,
     of_type,
+    replay_config,
     requests_for,
-    running_emulator,
     turn_end,
     types_of,
 )
@@ -29,13 +28,12 @@ from pipeline import (
     run_turn,
     run_turn_to_end,
 )
-from pipeline.emulator import Emulator
+from pipeline.emulator import Emulator, EmulatorConfig
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    with running_emulator(tmp_path_factory) as emulator:
-        yield emulator
+def emulator_config(tmp_path_factory: pytest.TempPathFactory) -> EmulatorConfig:
+    return replay_config(tmp_path_factory)
 
 
 async def test_cancel_after_the_first_chunk_ends_the_turn_aborted(emu: Emulator, tmp_path: Path) -> None:

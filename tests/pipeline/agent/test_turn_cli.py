@@ -4,7 +4,6 @@ a crash left mid-turn."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,7 @@ from turn_helpers import (
     interrupted_log,
     messages_of,
     of_type,
-    running_emulator,
+    replay_config,
     types_of,
 )
 
@@ -23,13 +22,12 @@ from pipeline import (
     Session,
 )
 from pipeline.cli import main
-from pipeline.emulator import Emulator
+from pipeline.emulator import Emulator, EmulatorConfig
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    with running_emulator(tmp_path_factory) as emulator:
-        yield emulator
+def emulator_config(tmp_path_factory: pytest.TempPathFactory) -> EmulatorConfig:
+    return replay_config(tmp_path_factory)
 
 
 # -- the CLI chat with a session and tools ----------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +46,8 @@ def replay_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def emu(replay_dir: Path) -> Iterator[Emulator]:
-    with Emulator(config=EmulatorConfig(replay_dirs=[replay_dir])) as emulator:
-        yield emulator
+def emulator_config(replay_dir: Path) -> EmulatorConfig:
+    return EmulatorConfig(replay_dirs=[replay_dir])
 
 
 # -- the full agent conversation ------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,9 @@ from turn_helpers import (
     messages_of,
     new_key,
     of_type,
+    replay_config,
     requests_for,
     run_agent,
-    running_emulator,
     turn_end,
     types_of,
 )
@@ -38,14 +37,13 @@ from pipeline import (
     run_turn_to_end,
 )
 from pipeline.cli import main
-from pipeline.emulator import Emulator
+from pipeline.emulator import Emulator, EmulatorConfig
 from pipeline.session import SessionTornTailWarning
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    with running_emulator(tmp_path_factory) as emulator:
-        yield emulator
+def emulator_config(tmp_path_factory: pytest.TempPathFactory) -> EmulatorConfig:
+    return replay_config(tmp_path_factory)
 
 
 # -- continuing, crashes, writers -------------------------------------------------------------------------------------

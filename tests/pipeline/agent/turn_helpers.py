@@ -13,7 +13,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +44,9 @@ __all__ = [
     "messages_of",
     "new_key",
     "of_type",
+    "replay_config",
     "requests_for",
     "run_agent",
-    "running_emulator",
     "turn_end",
     "types_of",
 ]
@@ -62,11 +61,9 @@ PARALLEL_WAIT = 2.0
 """How long each parallel tool waits for the other to start: only reached when they do not run concurrently."""
 
 
-@contextmanager
-def running_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """A loopback emulator for one test module (its module-scoped ``emu`` fixture), replaying from a fresh folder."""
-    with Emulator(config=EmulatorConfig(replay_dirs=[tmp_path_factory.mktemp("replay")])) as emulator:
-        yield emulator
+def replay_config(tmp_path_factory: pytest.TempPathFactory) -> EmulatorConfig:
+    """The emulator configuration of a test module (its ``emulator_config`` fixture): replaying from a fresh folder."""
+    return EmulatorConfig(replay_dirs=[tmp_path_factory.mktemp("replay")])
 
 
 def new_key() -> str:

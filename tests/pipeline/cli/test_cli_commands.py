@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,12 +33,6 @@ CUT_STREAM = (
     b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
     b'data: {"choices":[{"index":0,"delta":{"content":"half an ans"}}]}\n\n'
 )
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 @pytest.fixture

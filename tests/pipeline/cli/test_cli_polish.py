@@ -40,12 +40,6 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 @pytest.fixture
 def busy_port() -> Iterator[int]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from corpus import FIXTURES
 
 from pipeline.cli import main
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "fixtures"
+SHARED = FIXTURES
 RESPONSES_TOOL = SHARED / "responses" / "02-vercel-ai-reasoning-summary-function-call.sse"
 CHAT = sorted((SHARED / "sse" / "real").glob("*.sse"))[0]
 

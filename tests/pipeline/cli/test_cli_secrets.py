@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from leaky_gateway import CASES, KEY, LeakyGateway
+from leaky_gateway import CASES, FORMAT_CASES, KEY, LeakyGateway
 
 from pipeline.cli import main
 
@@ -53,12 +52,6 @@ def logged(caplog: pytest.LogCaptureFixture) -> str:
     """Every log record's text, traceback included, except httpcore's DEBUG trace of the raw response headers."""
     formatter = logging.Formatter()
     return "\n".join(formatter.format(r) for r in caplog.records if not r.name.startswith("httpcore"))
-
-
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[LeakyGateway]:
-    with LeakyGateway() as gw:
-        yield gw
 
 
 @pytest.fixture
@@ -102,6 +95,33 @@ def test_chat_output_carries_no_key_a_gateway_echoes(
     assert not leaks(logged(caplog))
     if "--session" in MODES[mode]:
         assert not leaks(session.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("mode", sorted(mode for mode in MODES if mode != "tools"))
+@pytest.mark.parametrize("case", sorted(FORMAT_CASES))
+def test_chat_output_carries_no_key_echoed_into_a_reasoning_field(
+    gateway: LeakyGateway,
+    case: str,
+    mode: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Messages thinking ``signature``, a Responses ``encrypted_content`` and reasoning item ``id``, with ``--api``
+    (decision 0040): the text renderer, ``--json``, ``--assembled`` and the session file."""
+    caplog.set_level(logging.DEBUG)
+    session = tmp_path / "chat.jsonl"
+    argv = [*_argv(gateway, case, mode, session, tmp_path), "--api", FORMAT_CASES[case][0]]
+    status = main(argv)
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    assert not leaks(out)
+    assert not leaks(err)
+    assert not leaks(logged(caplog))
+    if "--session" in MODES[mode]:
+        recorded = session.read_text(encoding="utf-8")
+        assert "hmm" in recorded
+        assert not leaks(recorded)
 
 
 def test_incorrect_api_key_provided_is_printed_without_the_key(

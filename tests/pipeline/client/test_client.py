@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import attrs
 import httpx
@@ -38,20 +38,6 @@ from operators import Batch, Chunk, Code, Retry, RetryPolicy, Rule, Signal, Text
 from operators.extend import map_items
 from pipeline.compose import protocol_rules
 from pipeline.emulator import Emulator
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def fresh_emu() -> Iterator[Emulator]:
-    """An emulator of its own, for counting disconnects without another test's late one."""
-    with Emulator() as emulator:
-        yield emulator
-
 
 # --------------------------------------------------------------------------------------------------- retries
 
@@ -86,6 +72,7 @@ async def test_two_malformed_tool_calls_then_success(emu: Emulator) -> None:
     assert message.usage == one
     assert message.usage_total == one + one + one
     assert message.usage_total is not None
+    assert one.input_tokens is not None
     assert message.usage_total.input_tokens == 3 * one.input_tokens
     assert message.usage_total.output_tokens == 18
 

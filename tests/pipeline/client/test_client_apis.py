@@ -19,7 +19,8 @@ from request_recorder import (
     responses_text,
 )
 
-from pipeline.client import ANTHROPIC_VERSION, ChatClient, ClientConfig, ConfigError
+from pipeline.client import ChatClient, ClientConfig, ConfigError
+from pipeline.formats import ANTHROPIC_VERSION
 
 KEY = "sk-test-apis-123"
 TOOLS: list[dict[str, Any]] = [{

@@ -4,7 +4,6 @@ every fault profile ends as the chat-completions one does, and a refusal is retr
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -43,12 +42,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator() as emulator:
-        yield emulator
-
-
 async def complete(emu: Emulator, api: str, profile: str, **headers: str) -> AssistantMessage:
     policy = RetryPolicy(max_retries=1 if headers else 0, initial_delay_ms=1)
     async with ChatClient(emu.base_url, model=profile, api=api, retry_policy=policy, headers=headers) as client:  # type: ignore[arg-type]
@@ -72,6 +65,8 @@ async def test_each_format_profile_ends_as_the_chat_completions_profile_does(
 async def test_usage_of_each_format_comes_out_disjoint(emu: Emulator, api: str) -> None:
     usage = (await complete(emu, api, "clean")).usage
     assert usage is not None
+    assert usage.input_tokens is not None
+    assert usage.output_tokens is not None
     assert usage.cache_read_tokens == 16
     if api == "messages":
         assert usage.cache_write_tokens == 8

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from transport_helpers import CLEAN, MESSAGES, SECRET, closed_port, collect, last_finish, make_client, types, unique
@@ -15,20 +14,6 @@ from transport_helpers import CLEAN, MESSAGES, SECRET, closed_port, collect, las
 import pipeline
 from operators import Code, ToolCallDelta
 from pipeline.emulator import Emulator
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def fresh_emu() -> Iterator[Emulator]:
-    """An emulator of its own, for counting disconnects without another test's late one."""
-    with Emulator() as emulator:
-        yield emulator
-
 
 # --------------------------------------------------------------------------------------------------- failure codes
 

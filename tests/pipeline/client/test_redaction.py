@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import reactivex as rx
 from hypothesis import given
 from hypothesis import strategies as st
-from leaky_gateway import CASES, KEY, LeakyGateway
+from leaky_gateway import CASES, FORMAT_CASES, KEY, LeakyGateway
 
 from operators import (
     Anomaly,
@@ -171,12 +171,6 @@ def test_text_without_the_key_passes_unchanged(text: str, cuts: list[int]) -> No
 # -- ChatClient against a gateway that echoes the key ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[LeakyGateway]:
-    with LeakyGateway() as gw:
-        yield gw
-
-
 def _client(gateway: LeakyGateway, case: str) -> ChatClient:
     policy = RetryPolicy.normal(max_retries=1, initial_delay_ms=1, max_delay_ms=2, jitter_ratio=0)
     return ChatClient(gateway.base_url, model=case, api_key=KEY, retry_policy=policy)
@@ -194,6 +188,23 @@ async def test_no_chunk_carries_the_key_a_gateway_echoes(
     assert R in shown or R in json.dumps(message.to_json())  # the gateway did put the key somewhere
     assert not leaks(shown)
     assert not leaks(json.dumps(message.to_json(), ensure_ascii=False))
+    assert not leaks(logged(caplog))
+
+
+@pytest.mark.parametrize("case", sorted(FORMAT_CASES))
+async def test_no_chunk_carries_the_key_echoed_into_a_reasoning_field(
+    gateway: LeakyGateway, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Messages thinking ``signature``, a Responses ``encrypted_content`` and a reasoning item ``id`` (0040)."""
+    caplog.set_level(logging.DEBUG)
+    api = FORMAT_CASES[case][0]
+    async with ChatClient(gateway.base_url, model=case, api_key=KEY, api=api) as client:  # type: ignore[arg-type]
+        chunks = [chunk async for chunk in client.stream(MESSAGES, anomalies=True)]
+        message = await client.complete(MESSAGES)
+    assert chunks[-1].to_json()["reason"] == {"kind": "stop"}
+    assert [block.text for block in message.reasoning_blocks] == ["hmm"]
+    assert not leaks(json.dumps([chunk.to_json() for chunk in chunks], ensure_ascii=False))
+    assert not leaks(repr(message))
     assert not leaks(logged(caplog))
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.client import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
+from pipeline.formats import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
 
 WEATHER: dict[str, Any] = {
     "type": "function",

@@ -15,14 +15,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from corpus import REAL_STREAMS
 
 import pipeline
 from operators._classify_finish import map_finish_reason
 from operators._usage import map_usage
 from operators.wire import WireUsage
 
-REPO = Path(__file__).resolve().parents[3]
-FIXTURES = Path(os.environ.get("LLM_STREAM_FIXTURES", REPO.parent / "shared/fixtures/sse/real"))
+FIXTURES = REAL_STREAMS
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 
 # Expectations we believe are wrong; none so far. Keys are file names, values the reason.

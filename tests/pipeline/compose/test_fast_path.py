@@ -153,4 +153,14 @@ def test_mutated_shared_streams_give_the_rule_chains_chunks() -> None:
     seeds = [path.read_bytes()[: fuzz.MAX_LEN] for path in STREAMS]
     for _ in range(300):
         data = fuzz.mutate(rng, rng.choice(seeds), seeds)
-        fuzz.check_fast_path(data)
+        fuzz.TARGETS["fast_path"](data)
+
+
+def test_reads_longer_than_the_framing_slice_give_the_rule_chains_chunks_also_after_the_end() -> None:
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"' + b"x" * 200 + b'"}}]}\n\n'
+    done = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    body = event * 400 + done + event * 400  # data after [DONE]: reported only from the framing pass that read it
+    for size in (len(body), 100_000, 70_000, 65_536, 4096):
+        fast, general = both(cut(body, size))
+        assert fast == general, size
+        assert any(getattr(chunk, "kind", None) == "payload-after-done" for chunk in fast) or size == 4096

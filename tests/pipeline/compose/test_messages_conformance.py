@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import MESSAGES_STREAMS
 
 from operators import Chunk, FinishReason, Usage
 from operators._parse_messages import parse_messages_sse
 from operators._provider_errors import classify_inband_error
 from pipeline.compose import AssistantMessage, apply, assemble, bytes_source, protocol_rules, to_chunks
 
-REPO = Path(__file__).resolve().parents[3]
-FIXTURES = Path(os.environ.get("LLM_STREAM_MESSAGES_FIXTURES", REPO.parent / "shared/fixtures/messages"))
+FIXTURES = MESSAGES_STREAMS
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 
 # Expectations we believe are wrong; none so far. Keys are file names, values the reason.

@@ -4,7 +4,7 @@ file now does."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -17,12 +17,6 @@ from pipeline import AssistantMessage
 from pipeline.emulator import Emulator
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 def _finish(chunks: Sequence[object]) -> Finish:

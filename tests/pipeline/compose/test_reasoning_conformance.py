@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import FIXTURES
 
 from operators import BlockEnd, ReasoningBlock
 from pipeline.compose import collect
 
-REPO = Path(__file__).resolve().parents[3]
-SHARED = REPO.parent / "shared/fixtures"
+SHARED = FIXTURES
 MESSAGES = sorted(Path(os.environ.get("LLM_STREAM_MESSAGES_FIXTURES", SHARED / "messages")).glob("*.sse"))
 RESPONSES = sorted(Path(os.environ.get("LLM_STREAM_RESPONSES_FIXTURES", SHARED / "responses")).glob("*.sse"))
 

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import RESPONSES_STREAMS
 
 import pipeline
 from operators import Anomaly, Chunk, Code, FinishReason, Usage
 from operators._parse_responses import parse_responses_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
-REPO = Path(__file__).resolve().parents[3]
-FIXTURES = Path(os.environ.get("LLM_STREAM_RESPONSES_FIXTURES", REPO.parent / "shared/fixtures/responses"))
+FIXTURES = RESPONSES_STREAMS
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 
 # Expectations we believe are wrong. Keys are file names, values the reason.

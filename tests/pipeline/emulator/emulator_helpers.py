@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
+from corpus import REAL_STREAMS
 
 from pipeline.emulator._stream_profiles import CLEAN_TEXT
 
@@ -33,7 +33,7 @@ __all__ = [
 
 Json = dict[str, Any]
 
-REAL = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "sse" / "real"
+REAL = REAL_STREAMS
 QWEN_EMPTY_ID = REAL / "14-qwen3max-tool-call-empty-id.sse"
 CLEAN = "".join(CLEAN_TEXT)
 TIMEOUT = httpx.Timeout(5.0)

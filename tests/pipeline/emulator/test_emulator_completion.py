@@ -3,13 +3,12 @@ profile's stream (pipeline.compose.collect + assemble), in OpenAI's non-streamin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from emulator_helpers import CLEAN, QWEN_EMPTY_ID, REAL, Json, client, post
+from emulator_helpers import CLEAN, QWEN_EMPTY_ID, REAL, Json, post
 
 from operators import Code, FinishReason, ToolCallBlock, Usage
 from pipeline.compose import AssistantMessage, assemble, collect
@@ -44,16 +43,8 @@ WIRE_FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    config = EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
-    with Emulator(config=config) as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
+def emulator_config() -> EmulatorConfig:
+    return EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
 
 
 def non_streaming(http: httpx.Client, profile: str, headers: dict[str, str] | None = None) -> Json:

@@ -4,30 +4,14 @@ there is no such profile for Responses, whose stop reason lives only in its term
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
-from emulator_helpers import CLEAN, client
+from emulator_helpers import CLEAN
 from format_helpers import events, post_format
 
 import pipeline
-from pipeline.emulator import Emulator
 from pipeline.emulator._messages_profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES, clean
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
 from pipeline.emulator._script import ScriptOptions
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 def test_cut_after_stop_ends_after_message_delta_with_the_stop_reason_and_usage(http: httpx.Client) -> None:

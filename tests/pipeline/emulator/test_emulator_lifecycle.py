@@ -16,16 +16,8 @@ from pipeline.emulator import Emulator, EmulatorConfig, create_app
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    config = EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
-    with Emulator(config=config) as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
+def emulator_config() -> EmulatorConfig:
+    return EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
 
 
 # --------------------------------------------------------------------------------------------------- lifecycle

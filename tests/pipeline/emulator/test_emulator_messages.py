@@ -3,11 +3,9 @@ its shapes, the identity fields as the profile says, usage on every stream that 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
-from emulator_helpers import CLEAN, client
+from emulator_helpers import CLEAN
 from format_helpers import SseEvent, cut_body, events, post_format
 
 from pipeline.emulator import Emulator
@@ -26,18 +24,6 @@ NAMES = {
     "error",
 }
 USAGE_FIELDS = {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 def stream(http: httpx.Client, profile: str) -> list[SseEvent]:
@@ -62,6 +48,7 @@ ENDINGS = [
     ("clean-tool", True, "tool_use"),
     ("seed-bug", True, "tool_use"),
     ("never-identified", True, "tool_use"),
+    ("late-block-id", True, "tool_use"),
     ("error-midstream", False, None),
     ("cut-after-stop", False, "end_turn"),
 ]
@@ -131,6 +118,24 @@ def test_messages_seed_bug_repeats_the_block_start_with_blank_then_null_identity
     assert starts[0]["name"] == "get_weather"
     assert partial_json(sent) == ARGUMENTS
     assert [e.name for e in sent].index("content_block_delta") < [e.name for e in sent].index("content_block_start", 3)
+
+
+def test_messages_late_block_id_starts_blank_and_a_repeated_start_gives_the_id(http: httpx.Client) -> None:
+    sent = stream(http, "late-block-id")
+    first, second = tool_starts(sent)
+    assert (first["id"], first["name"]) == ("", "get_weather")
+    assert str(second["id"]).startswith("toolu_")
+    assert partial_json(sent) == ARGUMENTS
+    names = [e.name for e in sent]
+    second_start = names.index("content_block_start", names.index("content_block_start") + 1)
+    assert names.index("content_block_delta") < second_start
+
+
+def test_messages_trailing_done_ends_with_data_done_after_message_stop(http: httpx.Client) -> None:
+    response = post_format(http, "/messages", "trailing-done")
+    assert response.content.endswith(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\ndata: [DONE]\n\n")
+    clean = [e.name for e in events(post_format(http, "/messages", "clean").content)]
+    assert [e.name for e in events(response.content[: -len(b"data: [DONE]\n\n")])] == clean
 
 
 def test_messages_never_identified_has_a_name_but_no_id_anywhere(http: httpx.Client) -> None:
@@ -228,6 +233,6 @@ def test_messages_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_resu
 
 
 def test_messages_profiles_are_all_tested_here() -> None:
-    covered = {p for p, _, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"}
+    covered = {p for p, _, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent", "trailing-done"}
     covered |= {"thinking-tool"}  # test_emulator_sent_back.py
     assert covered == set(MESSAGES_PROFILES)

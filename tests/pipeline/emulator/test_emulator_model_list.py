@@ -8,13 +8,12 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from emulator_helpers import client, request_body
+from emulator_helpers import request_body
 from format_helpers import format_body
 
 from pipeline.emulator import PROFILES, Emulator
@@ -25,18 +24,6 @@ from pipeline.emulator._server import start_line
 
 ROOT = Path(__file__).resolve().parents[3]
 ENDPOINTS = {"emulator/messages/": "/messages", "emulator/responses/": "/responses"}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 def endpoint_of(model: str) -> tuple[str, str]:

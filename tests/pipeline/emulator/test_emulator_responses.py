@@ -4,8 +4,6 @@ reading the clean profiles."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import openai
 import pytest
@@ -23,18 +21,6 @@ CALL_EVENTS = {
     "response.function_call_arguments.delta",
     "response.function_call_arguments.done",
 }
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ fail-first counters that make retries testable, and the replay of recorded files
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,16 +14,8 @@ from pipeline.emulator import PROFILES, Emulator, EmulatorConfig
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    config = EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
-    with Emulator(config=config) as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
+def emulator_config() -> EmulatorConfig:
+    return EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
 
 
 # --------------------------------------------------------------------------------------------------- routing

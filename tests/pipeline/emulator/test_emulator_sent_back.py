@@ -5,13 +5,12 @@ or alters them gets the provider's 400."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from emulator_helpers import CLEAN, client
+from emulator_helpers import CLEAN
 from format_helpers import SseEvent, events, post_format
 
 from pipeline.emulator import Emulator
@@ -36,18 +35,6 @@ REASONING_ITEM = {
     "encrypted_content": ENCRYPTED_CONTENT,
     "summary": [{"type": "summary_text", "text": SUMMARY}],
 }
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
 
 
 def first(http: httpx.Client, path: str, profile: str) -> list[SseEvent]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import httpx
 import httpx_sse
@@ -29,16 +28,8 @@ from pipeline.emulator._stream_profiles import CLEAN_TEXT
 
 
 @pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    config = EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
-    with Emulator(config=config) as emulator:
-        yield emulator
-
-
-@pytest.fixture(scope="module")
-def http(emu: Emulator) -> Iterator[httpx.Client]:
-    with client(emu.base_url) as http_client:
-        yield http_client
+def emulator_config() -> EmulatorConfig:
+    return EmulatorConfig(replay_dirs=[REAL] if REAL.is_dir() else [])
 
 
 # --------------------------------------------------------------------------------------------------- streams

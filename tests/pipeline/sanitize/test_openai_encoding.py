@@ -106,6 +106,11 @@ def test_usage_json_reports_billed_prompt_tokens_as_uncached_plus_cache_reads_an
     }
 
 
+def test_usage_json_leaves_out_a_count_the_upstream_did_not_give_never_zero() -> None:
+    assert usage_json(Usage(input_tokens=None, output_tokens=4)) == {"completion_tokens": 4}
+    assert usage_json(Usage(input_tokens=7, output_tokens=None)) == {"prompt_tokens": 7}
+
+
 def test_reasoning_is_written_as_reasoning_content() -> None:
     wire = (
         b'data: {"id":"x","choices":[{"index":0,"delta":{"reasoning":"think"}}]}\n\n'

@@ -8,7 +8,6 @@ import logging
 import re
 import socket
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,12 +18,6 @@ from pipeline.emulator import Emulator
 
 FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50, max_retries=2)
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 def _fail_first(profile: str, then: str = "clean") -> dict[str, str]:
@@ -61,16 +54,34 @@ def _post(emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]
         return _payloads(response.text)
 
 
+def _read_until_cut(
+    emu: Emulator, transport: SanitizingTransport, headers: dict[str, str]
+) -> tuple[bytes, Exception | None]:
+    got = b""
+    with httpx.Client(transport=transport) as http, http.stream(
+        "POST", f"{emu.base_url}/chat/completions", json=BODY, headers=headers
+    ) as response:
+        try:
+            for piece in response.iter_bytes():
+                got += piece
+        except httpx.HTTPError as exc:
+            return got, exc
+    return got, None
+
+
 @pytest.mark.parametrize(("profile", "code"), [("drop-mid-stream", "TRANSPORT"), ("error-midstream", "SERVER")])
 def test_in_stream_mode_a_failure_after_text_ends_with_the_in_band_error_and_no_done(
     emu: Emulator, profile: str, code: str
 ) -> None:
-    out = _post(emu, SanitizingTransport(retry_policy=FAST), _fail_first(profile))
+    got, cut = _read_until_cut(emu, SanitizingTransport(retry_policy=FAST), _fail_first(profile))
+    out = _payloads(got.decode())
     assert _text(out)
     last = out[-1]
     assert isinstance(last, dict)
     assert last["error"]["code"] == code
     assert "[DONE]" not in out
+    # issue 20: a body the upstream cut stays cut (the client's own error after the in-band event)
+    assert isinstance(cut, httpx.RemoteProtocolError) == (profile == "drop-mid-stream")
 
 
 @pytest.mark.parametrize("profile", ["drop-mid-stream", "error-midstream"])
@@ -83,32 +94,32 @@ def test_in_buffered_mode_a_failure_after_text_is_retried_and_the_client_sees_on
     assert not any(isinstance(p, dict) and "error" in p for p in out)
 
 
-def test_a_refusal_before_any_byte_is_retried_until_the_budget_ends_then_written_as_the_error_event(
+def test_a_refusal_before_any_byte_is_retried_until_the_budget_ends_then_answered_as_an_http_error(
     emu: Emulator,
 ) -> None:
-    key = uuid.uuid4().hex
-    headers = {"x-emulator-profile": "never-identified", "x-emulator-key": key}
+    # issue 20: a failure before any byte is an HTTP error in OpenAI's shape the client's own retry loop reads
+    headers = {"x-emulator-profile": "never-identified", "x-emulator-key": uuid.uuid4().hex}
     before = len(emu.state.requests)
-    out = _post(emu, SanitizingTransport(retry_policy=FAST), headers)
+    with httpx.Client(transport=SanitizingTransport(retry_policy=FAST)) as http:
+        response = http.post(f"{emu.base_url}/chat/completions", json=BODY, headers=headers)
     assert len(emu.state.requests) - before == 1 + 2  # the first attempt and max_retries=2 retries
-    assert out == [
-        {
-            "error": {
-                "message": "tool call at wire index 0 (block 0) has no id: refused rather than assembled without its "
-                "identity",
-                "type": "llm_stream_error",
-                "code": "MALFORMED_TOOL_CALL",
-            }
-        }
-    ]
+    assert response.status_code == 502
+    assert response.headers["x-should-retry"] == "true"
+    error = response.json()["error"]
+    assert error["code"] == "MALFORMED_TOOL_CALL"
+    assert error["type"] == "llm_stream_error"
+    assert "never identified" in error["message"]
 
 
-def test_an_html_200_is_retried_then_written_as_a_malformed_response_error_event(emu: Emulator) -> None:
-    out = _post(emu, SanitizingTransport(retry_policy=RetryPolicy(max_retries=0)), {"x-emulator-profile": "html-200"})
-    assert len(out) == 1
-    error = out[0]
-    assert isinstance(error, dict)
-    assert error["error"]["code"] == "MALFORMED_RESPONSE"
+def test_an_html_200_passes_as_the_upstream_sent_it(emu: Emulator) -> None:
+    # issue 20: a response that is not an event stream reaches the client as sent (its SDK decides)
+    headers = {"x-emulator-profile": "html-200"}
+    direct = httpx.post(f"{emu.base_url}/chat/completions", json=BODY, headers=headers)
+    for retry in (None, RetryPolicy(max_retries=0)):
+        with httpx.Client(transport=SanitizingTransport(retry=retry)) as http:
+            through = http.post(f"{emu.base_url}/chat/completions", json=BODY, headers=headers)
+        assert (through.status_code, through.headers["content-type"], through.text) == (
+            direct.status_code, direct.headers["content-type"], direct.text)
 
 
 def test_a_429_with_retry_after_is_waited_for_and_retried_transparently(emu: Emulator) -> None:
@@ -155,7 +166,7 @@ def test_a_sync_transport_in_an_async_client_is_refused_with_a_clear_error(emu: 
         async with httpx.AsyncClient(transport=transport) as http:
             await http.get(f"{emu.base_url}/models")
 
-    with pytest.raises(TypeError, match=r"use it with httpx\.Client"):
+    with pytest.raises(TypeError, match=r"not an async httpx transport"):
         asyncio.run(send())
 
 
@@ -207,6 +218,7 @@ def test_the_messages_and_responses_formats_pass_through_untouched(emu: Emulator
         through = http.post(f"{emu.base_url}/{path}", json=body)
     assert through.status_code == direct.status_code == 200
     assert through.headers["content-type"] == direct.headers["content-type"]
-    strip = re.compile(rb'(msg|resp|call|toolu|fc|item)_emu[0-9a-zA-Z_]*|"created(_at)?":\s*[0-9]+')  # per request
+    # per request: ids and timestamps
+    strip = re.compile(rb'(msg|resp|call|toolu|fc|item)_emu[0-9a-zA-Z_]*|"(created|completed)(_at)?":\s*[0-9]+')
     assert strip.sub(b"ID", through.content) == strip.sub(b"ID", direct.content)
     assert b"chat.completion.chunk" not in through.content

@@ -4,7 +4,7 @@ transport, against the loopback emulator's fault profiles: exactly the right too
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, cast
 
 import httpx
@@ -26,12 +26,6 @@ def sync_sdk(emu: Emulator, http: httpx.Client) -> openai.OpenAI:
 
 def async_sdk(emu: Emulator, http: httpx.AsyncClient) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=emu.base_url, api_key="sk-test", http_client=http, max_retries=0)  # type: ignore[arg-type,unused-ignore]
-
-
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
 
 
 def _calls(message: Any) -> tuple[tuple[str, str], ...]:

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from session_builders import FAILURE, attempt, open_session, record_tool_turn, retry, tool_turn, user, write_log
 
-from operators import LlmStreamError
+from operators import LlmStreamError, Usage
 from pipeline.session import (
     AssistantAttemptEvent,
     AssistantMessageEvent,
@@ -177,13 +177,13 @@ def test_a_stored_attempt_stream_is_kept_as_written(log: Path) -> None:
     [
         pytest.param(
             {"input_tokens": "10", "output_tokens": 5},
-            "message has invalid usage (Expected `int | float`, got `str` at usage.input_tokens)",
+            "message has invalid usage (Expected `int | float | null`, got `str` at usage.input_tokens)",
             id="usage",
         ),
         pytest.param(
-            {"input_tokens": 10},
-            "message has invalid usage (Object missing required field `output_tokens` at usage.output_tokens)",
-            id="missing usage field",
+            {"input_tokens": 10, "output_tokens": [5]},
+            "message has invalid usage (Expected `int | float | null`, got `array` at usage.output_tokens)",
+            id="usage field of the wrong type",
         ),
     ],
 )
@@ -193,6 +193,17 @@ def test_shape_errors_name_the_field_and_what_was_expected(log: Path, data: dict
             1, 1, content=[], provider="openai", model="gpt-4o", usage=data, finish={"kind": "stop"}
         )
     assert message in str(refused.value)
+
+
+def test_a_usage_count_the_provider_did_not_give_is_stored_absent_and_loads_back(log: Path) -> None:
+    """Decision 0046: an unknown count is left out (never 0), in the log as in the protocol."""
+    with open_session(log, [user()]) as session:
+        session.append_assistant_message(
+            1, 1, content=[], provider="openai", model="gpt-4o", usage=Usage(None, 5), finish={"kind": "stop"}
+        )
+    assert '"usage":{"output_tokens":5}' in log.read_text()
+    (stored,) = [event for event in Session.load(log) if isinstance(event, AssistantMessageEvent)]
+    assert stored.data["message"]["usage"] == {"output_tokens": 5}
 
 
 def test_a_finish_failure_must_match_its_kind(log: Path) -> None:

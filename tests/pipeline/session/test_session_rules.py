@@ -183,7 +183,7 @@ RULES = [
     Rule(
         "assistant message with invalid usage",
         [user()],
-        assistant(1, 1, text(), usage={"input_tokens": 1}),
+        assistant(1, 1, text(), usage={"input_tokens": 1, "output_tokens": "2"}),
         "message has invalid usage",
     ),
     Rule(

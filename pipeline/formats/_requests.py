@@ -31,9 +31,10 @@ of an unknown type) is a ``ValueError`` that says which message.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final
 
 from .._chat_message import REASONING_BLOCKS
+from ._options import RequestOptions
 from ._request_parts import (
     Message,
     _add_user,
@@ -53,21 +54,8 @@ from ._request_parts import (
     _tool_calls,
 )
 
-__all__ = [
-    "APIS",
-    "BUILDERS",
-    "DEFAULT_MAX_TOKENS",
-    "ENDPOINTS",
-    "Api",
-    "chat_request",
-    "messages_request",
-    "responses_request",
-]
+__all__ = ["DEFAULT_MAX_TOKENS", "Builder", "chat_request", "messages_request", "responses_request"]
 
-Api: TypeAlias = Literal["chat", "messages", "responses"]
-APIS: Final[tuple[Api, ...]] = ("chat", "messages", "responses")
-ENDPOINTS: Final[Mapping[str, str]] = {"chat": "/chat/completions", "messages": "/messages", "responses": "/responses"}
-"""The path under the base URL each API is posted to."""
 DEFAULT_MAX_TOKENS: Final = 4096
 """The Messages API's ``max_tokens`` when none is given (the API requires one)."""
 
@@ -75,17 +63,11 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 def chat_request(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    system: str | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    stop: str | Sequence[str] | None = None,
-    tool_choice: Any = None,
+    messages: Sequence[Message], *, model: str, options: RequestOptions | None = None, **fields: Any
 ) -> dict[str, Any]:
-    """The chat-completions body: the messages as they are (``system`` first when given)."""
+    """The chat-completions body: the messages as they are (``system`` first when given). ``options`` or its fields
+    as keywords (``tools=...``)."""
+    tools, system, temperature, max_tokens, stop, tool_choice = RequestOptions.of(options, fields).values()
     out = [{"role": "system", "content": system}] if system is not None else []
     body: dict[str, Any] = {
         "model": model,
@@ -95,22 +77,16 @@ def chat_request(
     }
     if tools:
         body["tools"] = [dict(t) for t in tools]
+    stop = list(stop) if isinstance(stop, tuple) else stop
     _optional(body, temperature=temperature, max_tokens=max_tokens, stop=stop, tool_choice=tool_choice)
     return body
 
 
 def messages_request(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    system: str | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    stop: str | Sequence[str] | None = None,
-    tool_choice: Any = None,
+    messages: Sequence[Message], *, model: str, options: RequestOptions | None = None, **fields: Any
 ) -> dict[str, Any]:
     """The Messages API body (see the module docstring for each rule)."""
+    tools, system, temperature, max_tokens, stop, tool_choice = RequestOptions.of(options, fields).values()
     instructions, rest = _split_system(messages, system)
     out: list[dict[str, Any]] = []
     for number, message in enumerate(rest):
@@ -152,17 +128,10 @@ def messages_request(
 
 
 def responses_request(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    system: str | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    stop: str | Sequence[str] | None = None,
-    tool_choice: Any = None,
+    messages: Sequence[Message], *, model: str, options: RequestOptions | None = None, **fields: Any
 ) -> dict[str, Any]:
     """The Responses API body (see the module docstring for each rule)."""
+    tools, system, temperature, max_tokens, stop, tool_choice = RequestOptions.of(options, fields).values()
     if stop is not None:
         raise ValueError("the Responses API has no stop sequences: leave stop= out for api='responses'")
     instructions, rest = _split_system(messages, system)
@@ -196,12 +165,7 @@ def responses_request(
 
 
 Builder = Callable[..., dict[str, Any]]
-BUILDERS: Final[Mapping[str, Builder]] = {
-    "chat": chat_request,
-    "messages": messages_request,
-    "responses": responses_request,
-}
-"""API name -> the function that builds its request body."""
+"""``build(messages, *, model, options=None, **fields)``: a request body from the chat-shaped conversation."""
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------

@@ -1,0 +1,41 @@
+"""Each public name shows its public face, as httpx does: ``operators.TextDelta.__module__ == "operators"``.
+
+A face (``operators``, ``operators.wire``, ``operators.extend``) ends with ``publish(globals())``: every class and
+function of its ``__all__`` that a private module of its package defines (``operators._chunks``, ...) gets the face as
+its ``__module__``, so tracebacks, reprs, ``help()`` and pickle name the path users import. A name another face
+already claimed keeps that face (docs/architecture.md, "One path per name").
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["publish"]
+
+
+def publish(namespace: Mapping[str, Any], names: Iterable[str] | None = None) -> None:
+    """Sets to ``namespace["__name__"]`` the ``__module__`` of each class and function among ``names`` (default
+    ``__all__``) that a private module of the face's package defines."""
+    face: str = namespace["__name__"]
+    private = f"{namespace['__package__'] or face}._"
+    for name in namespace["__all__"] if names is None else names:
+        value = namespace.get(name)  # a lazily imported name is published when first imported
+        if isinstance(value, (type, types.FunctionType)) and value.__module__.startswith(private):
+            if isinstance(value, type):
+                _resolve_annotations(value)
+            value.__module__ = face
+
+
+def _resolve_annotations(cls: type) -> None:
+    """The class's own annotations as the objects they name, evaluated while ``__module__`` still names the module
+    that defines them: ``typing.get_type_hints``, attrs, msgspec and ``help()`` look names up in the module
+    ``__module__`` names, and the face does not hold the private names a string annotation may use."""
+    own = inspect.get_annotations(cls)
+    if not own:
+        return
+    hints = typing.get_type_hints(cls, include_extras=True)
+    cls.__annotations__ = {name: hints.get(name, hint) for name, hint in own.items()}

@@ -1,0 +1,31 @@
+"""Wire formats, the pipeline side: one ``WireFormat`` record per format (the request it sends: path, headers, body
+builder; room for how its stream and errors are written), keyed by the parsers' names (``operators.FORMATS``), and
+the request builders with their ``RequestOptions``.
+
+    WIRE_FORMATS["messages"].path                       # "/messages"
+    messages_request(history, model="m", options=RequestOptions(max_tokens=512))
+
+``ChatClient(api=...)``, the emulator, the CLI and the sanitizer read the records (docs/architecture.md, "Adding a
+wire format").
+"""
+
+from .._faces import publish as _publish
+from ._options import RequestOptions
+from ._registry import ANTHROPIC_VERSION, APIS, WIRE_FORMATS, Api, WireFormat, wire_format
+from ._requests import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "APIS",
+    "DEFAULT_MAX_TOKENS",
+    "WIRE_FORMATS",
+    "Api",
+    "RequestOptions",
+    "WireFormat",
+    "chat_request",
+    "messages_request",
+    "responses_request",
+    "wire_format",
+]
+
+_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

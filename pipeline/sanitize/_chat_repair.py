@@ -1,0 +1,312 @@
+"""``ChatRepair``: a streamed chat completion repaired in place, event by event (a ``StreamRepair``).
+
+Each upstream event goes to the client as the upstream sent it (its own bytes) unless a rule must change it
+(docs/decisions/0032-repair-dont-rewrite.md):
+
+- a tool call's identity: held until its ``id`` and ``name`` are known, then sent once with every argument fragment
+  held so far; continuations lose the repeated or blanked ``id`` / ``type`` / ``name`` (the seed's bug); a call at a
+  reused wire index with a new id is a new call (Ollama); client indices are dense per choice, in the order the calls
+  are identified; a call never identified by its choice's finish, or an id claimed by two calls, is
+  ``MALFORMED_TOOL_CALL``;
+- framing: an event with no ``data:`` (an SSE ``id:`` alone, a comment, a keep-alive) is dropped; a BOM is dropped;
+  CR line ends become LF; a missing ``[DONE]`` after every choice's finish is added; nothing after ``[DONE]`` is read;
+- an in-band error, a malformed event, a cut: the stream's failure (``failure``), written as OpenAI's in-band
+  ``data: {"error": ...}`` event naming our code when a byte was already released;
+- the request's API key, should the upstream echo it, is replaced in whatever is forwarded.
+
+Everything else (logprobs, every choice of ``n > 1``, refusal, reasoning fields, content filter, empty content,
+``id`` / ``model`` / ``system_fingerprint`` / ``service_tier``, usage, unknown fields) passes untouched. Most events
+take the fast path: a few byte searches prove the event needs no rule (no tool call, no finish, no error) and it is
+forwarded without being decoded. Until the first event that carries something (text, an identified call, a finish)
+events are held, so a failure found before it is still an HTTP error the client's retry loop can retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import msgspec
+
+from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
+from operators.extend import classify_inband_error
+
+from ._chat_calls import Choice
+from ._encode import error_event
+
+__all__ = ["ChatRepair"]
+
+_DONE = b"data: [DONE]\n\n"
+_BOM = b"\xef\xbb\xbf"
+_KINDS: dict[str, Any] = {"stop": "stop", "tool_calls": "tool-calls", "function_call": "tool-calls",
+                          "length": "max-tokens"}
+_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "audio", "function_call")
+
+
+class ChatRepair:
+    """One attempt of a streamed chat completion. ``strict=True`` applies the library's outcome policy on top:
+    a refusal is ``REFUSAL`` and an answer with no text and no call ``EMPTY_RESPONSE`` (both retried by the default
+    ``RetryPolicy``); by default those outcomes reach the client as the upstream sent them."""
+
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
+        self.forwarded = False
+        self._limits = limits or DEFAULT_LIMITS
+        self._key = api_key.encode() if api_key and len(api_key) >= 8 else None
+        self._strict = strict
+        self._buf = b""
+        self._started = False
+        self._cr = False
+        self._held: list[bytes] = []
+        self._released = False
+        self._choices: dict[int, Choice] = {}
+        self._ids: set[str] = set()
+        self._said = False
+        self._refused = False
+        self._failure: Failure | None = None
+        self._finish: Finish | None = None
+        self._shape: tuple[bytes, bytes] = (b"", b"")
+        """The bytes around the text of the last single-event read that passed: a text delta shaped the same is
+        proven rule-free by its text alone."""
+
+    @property
+    def failure(self) -> Failure | None:
+        return self._failure
+
+    @property
+    def finish(self) -> Finish | None:
+        return self._finish
+
+    def dispose(self) -> None:
+        self._held.clear()
+        self._buf = b""
+
+    # -- bytes in ---------------------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> bytes:
+        if self._released and self._finish is None and not self._buf and not self._strict:
+            prefix, suffix = self._shape
+            if prefix and data.startswith(prefix) and data.endswith(suffix) and self._key is None:
+                text = data[len(prefix) : len(data) - len(suffix)]  # one more text delta shaped like the last one
+                if (len(data) > len(prefix) + len(suffix) and b'"' not in text and b"\n" not in text
+                        and b"\r" not in text and not text.endswith(b"\\")):
+                    return data  # its text cannot end the string, the event, or escape the quote that ends it
+            if data.endswith(b"\n\n") and b"\r" not in data and self._plain(data, events := data.count(b"\n\n")):
+                if events == 1:
+                    self._shape = _shape(data)
+                return data  # the common read: whole events no rule reads, nothing buffered
+        if self._finish is not None or not data:
+            return b""
+        if not self._started:
+            self._started = True
+            if data.startswith(_BOM):
+                data = data[3:]
+        if self._cr or b"\r" in data:
+            data = self._lf(data)
+        buf = self._buf + data if self._buf else data
+        out: list[bytes] = []
+        start = 0
+        whole = self._strict  # one try per read at passing every whole event at once (the fast path)
+        while self._finish is None:
+            if self._released and not whole:
+                whole = True
+                last = buf.rfind(b"\n\n") + 2
+                block = buf[start:last] if start or last != len(buf) else buf
+                if last > start + 1 and self._plain(block, block.count(b"\n\n")):
+                    out.append(block)
+                    start = last
+                    break
+            end = buf.find(b"\n\n", start)
+            if end < 0:
+                break
+            piece = self._event(buf[start : end + 2])
+            start = end + 2
+            if piece:
+                out.append(piece)
+        self._buf = buf[start:] if self._finish is None else b""
+        if len(self._buf) > self._limits.max_event_bytes:
+            out.append(self._fail(Failure(Code.LIMIT_EXCEEDED, f"an event exceeds max_event_bytes "
+                                          f"({self._limits.max_event_bytes} bytes)")))
+        return b"".join(out)
+
+    def _lf(self, data: bytes) -> bytes:
+        """CR and CRLF line ends as LF; a CR at the end of a read is held back (its LF may come next)."""
+        if self._cr:
+            data = b"\r" + data
+        self._cr = data.endswith(b"\r")
+        if self._cr:
+            data = data[:-1]
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def close(self) -> bytes:
+        """The upstream body ended: a last unterminated event is read; a stream with every choice finished gets its
+        ``[DONE]`` if it had none; any other ending is ``STREAM_CLOSED``."""
+        if self._finish is not None:
+            return b""
+        out = self._event(self._buf + b"\n\n") if self._buf.strip() else b""
+        self._buf = b""
+        if self._finish is not None:
+            return out
+        if self._choices and all(c.finish_reason is not None for c in self._choices.values()):
+            return out + self._done(_DONE)
+        return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
+
+    def fail(self, failure: Failure) -> bytes:
+        if self._finish is not None:
+            return b""
+        return self._fail(failure)
+
+    def _fail(self, failure: Failure) -> bytes:
+        self._failure = failure
+        self._finish = Finish(FinishReason("error", failure))
+        if not self._released:
+            self._held.clear()
+            return b""
+        return error_event(attrs.evolve(failure, message=f"{failure.code}: {failure.message}"))
+
+    def _release(self, out: bytes, carries: bool) -> bytes:
+        if self._released:
+            return out
+        self._held.append(out)
+        if not carries:
+            return b""
+        self._released = True
+        ready = b"".join(self._held)
+        self._held.clear()
+        return ready
+
+    # -- one event ----------------------------------------------------------------------------------------------------
+
+    def _plain(self, block: bytes, events: int) -> bool:
+        """Whether ``events`` whole events in ``block`` are each one ``data: {...}`` line that no rule reads (no
+        tool call, no error, no finish, no ``[DONE]``, no key): a few byte searches, whatever the number of events."""
+        return (
+            block.startswith(b"data: {")
+            and block.count(b"\n") == 2 * events
+            and block.count(b"\n\ndata: {") == events - 1
+            and b'"tool_calls"' not in block
+            and b'"error"' not in block
+            and b"[DONE]" not in block
+            and block.count(b'"finish_reason"')
+            == block.count(b'"finish_reason":null') + block.count(b'"finish_reason": null')
+            and (self._key is None or self._key not in block)
+        )
+
+    def _event(self, event: bytes) -> bytes:
+        if self._released and not self._strict and self._plain(event, 1):
+            return event  # the fast path: nothing here any rule reads
+        return self._slow(event)
+
+    def _slow(self, event: bytes) -> bytes:
+        data: list[bytes] = []
+        named: bytes | None = None
+        for line in event.strip(b"\n").split(b"\n"):
+            if line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"event:"):
+                named = line[6:].strip()
+        if not data:
+            return b""  # a comment, a keep-alive, an SSE id alone: nothing for the client
+        payload = b"\n".join(data)
+        if payload.strip() == b"[DONE]":
+            return self._done(event)
+        try:
+            obj = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            obj = None
+        if not isinstance(obj, dict):
+            shown = payload[:120].decode("utf-8", "replace")
+            return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
+        if named == b"error" or obj.get("error"):  # OpenRouter sends its error beside choices: still an error
+            failure = classify_inband_error(obj.get("error", obj))
+            if self._key is not None:
+                failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))
+            return self._fail(failure)
+        changed = named is not None or event.find(b"\n") != len(event) - 2 or not event.startswith(b"data:")
+        carries = False
+        choices = obj.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if isinstance(choice, dict):
+                step = self._choice(choice)
+                if self._failure is not None:
+                    return self._fail(self._failure)
+                changed |= step[0]
+                carries |= step[1]
+        if obj.get("usage"):
+            carries = True
+        if changed:
+            event = b"data: " + msgspec.json.encode(obj) + b"\n\n"
+        if self._key is not None and self._key in event:
+            event = event.replace(self._key, b"[redacted]")
+        return self._release(event, carries)
+
+    def _choice(self, choice: dict[str, Any]) -> tuple[bool, bool]:
+        """Repairs one choice of one event in place: (whether it changed, whether it carries anything)."""
+        position = choice.get("index", 0)
+        state = self._choices.setdefault(position if isinstance(position, int) else 0, Choice())
+        changed = carries = False
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            calls = delta.get("tool_calls")
+            if calls is not None:
+                repaired = state.repair(calls if isinstance(calls, list) else [], self._ids, self._limits)
+                if state.failure is not None:
+                    self._failure = state.failure
+                    return changed, carries
+                if repaired != calls:
+                    changed = True
+                    if repaired:
+                        delta["tool_calls"] = repaired
+                    else:
+                        del delta["tool_calls"]
+                carries |= bool(repaired)
+            for key in _TEXT_KEYS:
+                if delta.get(key):
+                    if key == "refusal":
+                        self._refused = True
+                    if key != "refusal" or not self._strict:
+                        carries = True
+                    self._said = True
+        if choice.get("logprobs"):
+            carries = True
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            state.finish_reason = str(reason)
+            carries = True
+            if state.unidentified():
+                self._failure = Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name "
+                                        "by its choice's finish)")
+            elif self._strict:
+                self._failure = self._strict_failure()
+        return changed, carries
+
+    def _strict_failure(self) -> Failure | None:
+        if self._refused:
+            return Failure(Code.REFUSAL, "the model refused")
+        if not self._said and not any(c.calls for c in self._choices.values()):
+            return Failure(Code.EMPTY_RESPONSE, "the response has no text and no tool call")
+        return None
+
+    def _done(self, event: bytes) -> bytes:
+        if any(c.unidentified() for c in self._choices.values()):
+            return self._fail(Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name)"))
+        if self._strict and (failure := self._strict_failure()) is not None:
+            return self._fail(failure)
+        first = self._choices.get(0) or next(iter(self._choices.values()), None)
+        reason = first.finish_reason if first is not None else None
+        self._finish = Finish(FinishReason(_KINDS.get(reason or "stop", "stop")))
+        return self._release(event if event.startswith(b"data:") else _DONE, True)
+
+
+def _shape(event: bytes) -> tuple[bytes, bytes]:
+    """The bytes before and after the text of a single ``"content"`` delta, or empty ones when it has no plain
+    text (an escaped quote or backslash at its end, two content keys): the shape later events are matched against."""
+    key = b'"content":"' if b'"content":"' in event else b'"content": "'
+    start = event.find(key)
+    if start < 0 or event.count(b'"content":') != 1:
+        return b"", b""
+    start += len(key)
+    end = event.find(b'"', start)
+    if end < 0 or event[end - 1 : end] == b"\\":
+        return b"", b""
+    return event[:start], event[end:]

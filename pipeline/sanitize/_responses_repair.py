@@ -1,0 +1,285 @@
+"""``ResponsesRepair``: an OpenAI Responses API stream made right for the openai SDK's ``responses.stream()``, sans
+I/O; and ``responses_error_body``, a failure as OpenAI's HTTP error body.
+
+Rules (docs/decisions/0036-repair-messages-and-responses.md); every event the SDK already reads right passes as its
+original bytes:
+
+- **One item per ``output_index``**: the item of the first ``response.output_item.added`` at an index is the item; its
+  ``id``, and a function call's ``call_id`` and ``name``, are written into every later event that gives another
+  (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
+  output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` for an
+  index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id, or
+  none, gets the first one ("Lifecycle response identity changed"). In ``response.completed``, an item id never seen
+  in the stream is the upstream's own and stays (OpenRouter), unless that item's id rotated in the stream.
+- **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
+  in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
+  at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
+- **The end**: ``response.completed`` / ``.incomplete`` finish; ``response.failed`` and ``error`` are the upstream's
+  own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
+  an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
+  ``data: [DONE]`` is passed on (the SDK stops at it); nothing else after the end.
+- Reasoning items (``encrypted_content``), server-tool items, annotations, unknown events: passed through unread.
+
+The hot path (a delta or part event whose ``item_id`` is the latest item's, or that has none) is two substring
+searches; only item, lifecycle and terminal events are decoded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+
+from operators import Code, Failure, Finish, Limits
+from operators.extend import OWN_ERROR_TYPE, classify_inband_error
+
+from ._event_repair import EventRepair
+from ._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
+from ._sse_events import event_parts
+
+__all__ = ["ResponsesRepair", "responses_error_body"]
+
+_LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress"})
+_PARSED = _LIFECYCLE | {
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+}
+_ITEM_ID = b'"item_id"'
+_SAYING = frozenset({"response.output_text.delta", "response.refusal.delta", "response.reasoning_summary_text.delta",
+                     "response.reasoning_text.delta"})
+_DELTAS = re.compile(rb'(?:event: (response\.[a-z_.]+\.delta)\ndata: \{"type":"\1"[^\n]*\n\n)+')
+"""A read of delta events only, each typed as it is named: it passes whole when every ``item_id`` is the latest
+item's."""
+_INCOMPLETE = {"max_output_tokens": "max-tokens", "content_filter": "content_filter"}
+
+
+def _error(failure: Failure) -> dict[str, Any]:
+    return {"message": f"{failure.code}: {failure.message}", "type": OWN_ERROR_TYPE, "code": failure.code,
+            "param": None}
+
+
+def responses_error_body(failure: Failure) -> bytes:
+    """``failure`` as OpenAI's HTTP error body: ``{"error": {"message", "type", "code", "param"}}``, our code."""
+    return json.dumps({"error": _error(failure)}, ensure_ascii=False).encode()
+
+
+class ResponsesRepair(EventRepair):
+    """One Responses API response body: ``feed(bytes) -> bytes`` (any split), ``close()``, ``fail(failure)``; the
+    ``failure`` and ``finish`` found; ``forwarded`` is set by the transport."""
+
+    def __init__(self, *, limits: Limits | None = None, api_key: str | None = None, strict: bool = False) -> None:
+        super().__init__(limits, api_key, strict)
+        self._items: dict[int, OutputItem] = {}
+        self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
+        self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
+        self._response_id: object = None
+
+    def _hot_block(self, block: bytes) -> bool:
+        if _DELTAS.fullmatch(block) is None:
+            return False
+        return block.count(_ITEM_ID) == block.count(_ITEM_ID + b":" + self._latest)
+
+    def _passes(self, raw: bytes) -> bytes | None:
+        if raw.startswith(b"event: response."):  # a delta naming the latest item, or no item
+            end = raw.find(b"\n", 16)
+            if raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw):
+                return raw
+        return None
+
+    def _event(self, raw: bytes) -> None:
+        name = b""
+        if raw.startswith(b"event: "):
+            name = raw[7 : raw.find(b"\n")].rstrip(b"\r")
+            kind = name.decode("utf-8", "replace")
+        elif raw.startswith(b'data: {"type":"'):
+            kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
+        else:
+            kind = ""
+        if not self._said and kind in _SAYING:
+            self._hear(kind, raw)
+        if kind and kind not in _PARSED and (_ITEM_ID not in raw or self._latest in raw):
+            self._emit(raw, content=kind not in _LIFECYCLE)
+            return
+        name, data = event_parts(raw)
+        if data is None or data == b"[DONE]":
+            self._emit(raw, content=False)
+            return
+        try:
+            body = decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            body = None
+        if type(body) is not dict:
+            self._emit(raw)
+            return
+        given = body.get("type")
+        kind = given if type(given) is str else name.decode("utf-8", "replace")
+        if kind in _LIFECYCLE:
+            self._emit(self._same_response(raw, name, body), content=False)
+        elif kind == "response.output_item.added":
+            self._added(raw, name, body)
+        elif kind == "response.output_item.done":
+            self._done(raw, name, body)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._terminal(raw, name, body, kind)
+        elif kind == "response.failed":
+            response = body.get("response")
+            error = response.get("error") if type(response) is dict else None
+            self._end_with(classify_inband_error(error if error is not None else body), raw)
+        elif kind == "error":
+            error = body.get("error")
+            flat = {k: v for k, v in body.items() if k != "type"}
+            self._end_with(classify_inband_error(error if type(error) is dict else flat), raw)
+        else:
+            self._emit(self._same_item(raw, name, body))
+
+    def _hear(self, kind: str, raw: bytes) -> None:
+        """With ``strict``, before the answer has said anything: whether this delta says something (a refusal is
+        not an answer)."""
+        try:
+            body = decode(event_parts(raw)[1] or b"")
+        except (msgspec.DecodeError, RecursionError):
+            return
+        if type(body) is dict and named(body.get("delta")):
+            if kind == "response.refusal.delta":
+                self._refused = True
+            else:
+                self._said = True
+
+    # -- identity -------------------------------------------------------------------------------------------------
+
+    def _same_response(self, raw: bytes, name: bytes, body: dict[str, Any]) -> bytes:
+        response = body.get("response")
+        if type(response) is not dict:
+            return raw
+        if self._response_id is None:
+            if named(response.get("id")):
+                self._response_id = response["id"]
+        elif response.get("id") != self._response_id:  # another id, or none: the SDK raises on either
+            response["id"] = self._response_id
+            return encode_event(name, body)
+        return raw
+
+    def _same_item(self, raw: bytes, name: bytes, body: dict[str, Any]) -> bytes:
+        """An item's delta or part event: its ``item_id`` made the item's."""
+        index = body.get("output_index")
+        item = self._items.get(index) if type(index) is int else None
+        item_id = body.get("item_id")
+        if item is None or item.id is None or item_id == item.id or "item_id" not in body:
+            return raw
+        if named(item_id):
+            self._by_id.setdefault(item_id, index)  # type: ignore[arg-type]
+        item.rotated = True
+        body["item_id"] = item.id
+        return encode_event(name, body)
+
+    def _added(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
+        index = body.get("output_index")
+        given = body.get("item")
+        if type(index) is not int or type(given) is not dict:
+            self._emit(raw)
+            return
+        known = self._items.get(index)
+        if known is not None:  # the SDK raises on a second added for an index: the first item stays
+            if known.held is not None and known.held.raw is None:
+                self._fill_in(known, given)
+            return
+        item = self._items[index] = OutputItem(given)
+        if item.id is not None:
+            self._by_id[item.id] = index
+            self._latest = b'"' + item.id.encode() + b'"'
+        if item.kind == "function_call" and (item.call_id is None or item.name is None):
+            item.held = Held(index, name, body)
+            self._hold(item.held)
+            return
+        if item.kind == "function_call":
+            self._said = True
+        self._emit(raw)
+
+    def _fill_in(self, item: OutputItem, given: dict[str, Any]) -> None:
+        item.fill_in(given)
+        held = item.held
+        if held is not None and held.raw is None and item.call_id is not None and item.name is not None:
+            item.conform(held.body["item"])
+            self._resolve(held, encode_event(held.name, held.body))
+
+    def _done(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
+        index = body.get("output_index")
+        given = body.get("item")
+        if type(given) is dict and type(index) is not int and named(given.get("id")):
+            index = self._by_id.get(given["id"])
+        item = self._items.get(index) if type(index) is int else None
+        if item is None or type(given) is not dict:
+            self._emit(raw)
+            return
+        if named(given.get("id")):
+            self._by_id.setdefault(given["id"], index)  # type: ignore[arg-type]
+            item.rotated = item.rotated or (item.id is not None and given["id"] != item.id)
+        if item.held is not None and item.held.raw is None:
+            self._fill_in(item, given)
+            if item.held.raw is None:
+                self._end_with(self._never_identified(item))
+                return
+        self._emit(encode_event(name, body) if item.conform(given) else raw)
+
+    def _terminal(self, raw: bytes, name: bytes, body: dict[str, Any], kind: str) -> None:
+        unidentified = next((i for i in self._items.values() if i.held is not None and i.held.raw is None), None)
+        if unidentified is not None:
+            self._end_with(self._never_identified(unidentified))
+            return
+        failure = self._strict_failure()
+        if failure is not None:
+            self._end_with(failure)
+            return
+        changed = self._same_response(raw, name, body) is not raw
+        response = body.get("response")
+        output = response.get("output") if type(response) is dict else None
+        for position, given in enumerate(output if type(output) is list else ()):
+            if type(given) is not dict:
+                continue
+            index = self._by_id.get(given.get("id"))  # type: ignore[arg-type]
+            if index is None:
+                index = next((i for i, item in self._items.items()
+                              if item.call_id is not None and item.call_id == given.get("call_id")), None)
+            if index is None and position in self._items and self._items[position].rotated:
+                index = position  # an upstream that rotates ids: the item at its place
+            item = self._items.get(index) if index is not None else None
+            if item is not None and item.conform(given):
+                changed = True
+        self._emit(encode_event(name, body) if changed else raw)
+        self._end(self._finish_of(kind, response))
+
+    def _finish_of(self, kind: str, response: object) -> Finish:
+        if kind == "response.completed":
+            calls = any(item.kind == "function_call" for item in self._items.values())
+            return finish_from("tool-calls" if calls else "stop", "completed")
+        details = response.get("incomplete_details") if type(response) is dict else None
+        reason = details.get("reason") if type(details) is dict else None
+        wire = reason if type(reason) is str and reason else "incomplete"
+        return finish_from(_INCOMPLETE.get(wire, ""), wire)
+
+    @staticmethod
+    def _never_identified(item: OutputItem) -> Failure:
+        index = item.held.index if item.held is not None else "?"
+        return Failure(Code.MALFORMED_TOOL_CALL,
+                       f"function_call at output_index {index} was never identified "
+                       f"(call_id {item.call_id!r}, name {item.name!r})")
+
+    # -- the end --------------------------------------------------------------------------------------------------
+
+    def _after_end(self, raw: bytes) -> None:
+        if event_parts(raw)[1] == b"[DONE]":
+            self._out.append(raw)
+
+    def _on_cut(self) -> None:
+        self._end_with(Failure(Code.STREAM_CLOSED, "Responses stream ended before its terminal event"))
+
+    def _error_event(self, failure: Failure) -> bytes:
+        error = _error(failure)
+        body = {"type": "error", "code": failure.code, "message": error["message"], "param": None, "error": error}
+        return b"event: error\ndata: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"

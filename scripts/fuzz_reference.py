@@ -1,0 +1,184 @@
+"""An independent, naive reading of an SSE input for the fuzz oracle (``scripts/fuzz.py``): what the input itself
+says about tool-call ids and usage, to hold the pipeline's output against.
+
+It reimplements only the WHATWG framing (LF / CR / CRLF, a leading BOM, ``data:`` lines joined by ``\\n``, a blank
+line dispatching) and ``json.loads`` of each payload, up to the point where the format says the response ends
+(``[DONE]`` for chat, ``message_stop`` for Messages, the terminal ``response.*`` event for Responses). The checks are
+applied only to a response that finished successfully, where the parser read that far:
+
+- ``claimed_twice``: ids claimed by two different calls (two wire indexes of choice 0 in chat, two ``tool_use``
+  blocks in Messages, two ``function_call`` items in Responses). Two calls claiming one id are refused
+  (``MALFORMED_TOOL_CALL``), never merged: a successful finish with such an id is a failure of the oracle.
+- ``last_prompt_count`` (chat): the prompt count the merged usage must keep: the last valid count, a later
+  placeholder ``0`` or an invalid count never replacing a valid one (docs/decisions/0012-usage-merge.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["OracleFailure", "check_reference", "claimed_twice", "ensure", "last_prompt_count", "payloads"]
+
+_MAX_COUNT = 2**63 - 1
+_MAX_SAFE = 2**53 - 1
+_TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
+
+
+def payloads(data: bytes) -> Iterator[Any]:
+    """The JSON value of each dispatched event (``"[DONE]"`` as the string), in order; a payload that is not JSON
+    ends the reading (the parsers halt there)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = text.split(b"\n")
+    lines.pop()  # the last, unterminated line never dispatches
+    collected: list[bytes] = []
+    for line in lines:
+        if not line:
+            if collected:
+                payload = b"\n".join(collected)
+                collected = []
+                if payload == b"[DONE]":
+                    yield "[DONE]"
+                    continue
+                try:
+                    yield json.loads(payload)
+                except (ValueError, RecursionError):
+                    return
+            continue
+        field, _, value = line.partition(b":")
+        if field == b"data":
+            collected.append(value[1:] if value[:1] == b" " else value)
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _chat_claims(data: bytes) -> Iterator[tuple[str, object]]:
+    for payload in payloads(data):
+        if payload == "[DONE]":
+            return
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or choice.get("index") not in (0, None):
+                continue
+            delta = choice.get("delta")
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for call in calls if isinstance(calls, list) else []:
+                if isinstance(call, dict) and type(call.get("index")) is int and _valid_id(call.get("id")):
+                    yield call["id"], call["index"]
+
+
+def _messages_claims(data: bytes) -> Iterator[tuple[str, object]]:
+    for payload in payloads(data):
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if kind == "message_stop":
+            return
+        block = payload.get("content_block") if kind == "content_block_start" else None
+        index = payload.get("index") if isinstance(payload, dict) else None
+        if isinstance(block, dict) and block.get("type") == "tool_use" and _valid_id(block.get("id")) and (
+            type(index) is int
+        ):
+            yield block["id"], index
+
+
+def _responses_claims(data: bytes) -> Iterator[tuple[str, object]]:
+    """A function_call item's place is its ``output_index``, else the place its item ``id`` was first seen at, else
+    the next place after the highest one (as the parser correlates)."""
+    by_item_id: dict[object, object] = {}
+    places: set[int] = set()
+    for payload in payloads(data):
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if kind in _TERMINAL:
+            return
+        index = payload.get("output_index") if isinstance(payload, dict) else None
+        opens = kind == "response.function_call_arguments.done" or (
+            kind == "response.function_call_arguments.delta" and bool(payload.get("delta"))
+        )
+        if opens and type(index) is int:  # arguments before their item open the call there
+            places.add(index)
+        item = payload.get("item") if kind in ("response.output_item.added", "response.output_item.done") else None
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            continue
+        place = index
+        item_id = item.get("id") if _valid_id(item.get("id")) else None
+        if place is None:
+            place = by_item_id[item_id] if item_id in by_item_id else max(places, default=-1) + 1
+        if type(place) is int:
+            places.add(place)
+        if item_id is not None:
+            by_item_id.setdefault(item_id, place)
+        if _valid_id(item.get("call_id")):
+            yield item["call_id"], place
+
+
+_CLAIMS = {"chat": _chat_claims, "messages": _messages_claims, "responses": _responses_claims}
+
+
+def claimed_twice(data: bytes, format: str) -> set[str]:
+    """The ids two different calls of the input claim (by wire index, block index or output index)."""
+    owners: dict[str, set[str]] = {}
+    for call_id, where in _CLAIMS[format](data):
+        owners.setdefault(call_id, set()).add(json.dumps(where))
+    return {call_id for call_id, places in owners.items() if len(places) > 1}
+
+
+def _count(value: object) -> int | None:
+    if type(value) is int and 0 <= value <= _MAX_COUNT:
+        return value
+    if type(value) is float and math.isfinite(value) and value.is_integer() and 0 <= value <= _MAX_SAFE:
+        return int(value)
+    return None
+
+
+def last_prompt_count(data: bytes) -> int | None:
+    """The prompt count a chat response's merged usage keeps (None: no valid one was sent)."""
+    kept: int | None = None
+    for payload in payloads(data):
+        if payload == "[DONE]":
+            break
+        if not isinstance(payload, dict):
+            continue
+        usage = payload.get("usage")
+        if usage is None and isinstance(payload.get("x_groq"), dict):
+            usage = payload["x_groq"].get("usage")
+        if not isinstance(usage, dict):
+            continue
+        count = _count(usage.get("prompt_tokens"))
+        if count is not None and not (count == 0 and kept):
+            kept = count
+    return kept
+
+
+class OracleFailure(AssertionError):
+    """What the oracle found wrong with one input."""
+
+
+def ensure(condition: bool, what: str) -> None:
+    if not condition:
+        raise OracleFailure(what)
+
+
+def check_reference(data: bytes, out: list[Any], format: str) -> None:
+    """The output against what the input says, for a response that finished successfully: no id two calls claim is
+    assembled (they are refused, never merged), and (chat) the usage keeps the last valid prompt count."""
+    finish = out[-1] if out else None
+    reason = getattr(finish, "reason", None)
+    if reason is None or reason.failure is not None:
+        return
+    shared = claimed_twice(data, format)
+    ensure(not shared, f"two calls claimed the id(s) {sorted(shared)[:3]} and the response still succeeded")
+    if format != "chat":
+        return
+    prompt = last_prompt_count(data)
+    if prompt is None:
+        return
+    usages = [chunk.usage for chunk in out if type(chunk).__name__ == "UsageChunk"]
+    ensure(bool(usages), f"a valid prompt count {prompt} was sent and no usage came out")
+    usage = usages[-1]
+    kept = usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    ensure(kept == prompt, f"the usage keeps a prompt count of {kept}, not the last valid one sent ({prompt})")
