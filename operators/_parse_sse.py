@@ -91,7 +91,10 @@ class _ParseSse(SseFraming):
             self.finished = True
             return
         if not self.saw_finish and chunk.choices:
-            self.saw_finish = any(c.finish_reason is not None and not c.index for c in chunk.choices)
+            for choice in chunk.choices:  # a loop, not any(<genexpr>): this runs on every payload
+                if choice.finish_reason is not None and not choice.index:
+                    self.saw_finish = True
+                    break
 
     def _foreign(self, payload: bytes, out: list[Signal]) -> bool:
         """A chunk without ``choices`` whose ``type`` names another format's event: the stream is not chat."""
