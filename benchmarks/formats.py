@@ -1,12 +1,16 @@
-"""One row per wire format: bytes -> chunks over the json.loads floor, on a generated stream of each format.
+"""One row per wire format and read size: bytes -> chunks over the json.loads floor, on a generated stream of each.
 
-    python -m benchmarks.formats [--events 9000] [--repeat 9]
+    python -m benchmarks.formats [--events 9000] [--rounds 15] [--instructions] [--peers]
 
-Each stream carries the same response: ``--events`` text deltas (about 30 characters each), then one tool call
-whose arguments arrive in 40 fragments, then the usage and the finish, in the format's own vocabulary (chat
-completions, the Messages API, the Responses API). The floor is ``json.loads`` of every ``data:`` payload of that
-stream (the least any reader must do); the row is ``pipeline.collect(pieces, format=...)`` over 4 KB pieces. Best of
-``--repeat``, gc off while timed. The ratio is row time / floor time, as in ``benchmarks.run``.
+Each stream carries the same response (``_format_streams.py``): ``--events`` text deltas, one tool call in 40
+fragments, the usage and the finish, in each format's own vocabulary. Rows: every format in 4 KB reads, and every
+format one event per read (how a live stream arrives). The floor is ``json.loads`` of every ``data:`` payload of that
+stream (the least any reader must do: no framing counted); the row is ``pipeline.collect(pieces, format=...)``.
+
+Timing: ``--rounds`` interleaved rounds; in each, every row runs its floor and then ours back to back (gc off while
+timed), so load from other processes hits both alike. Reported: the medians of the floor and of ours, and the median
+and the range of the per-round ratios. ``--instructions`` adds valgrind's instruction counts per event (one run each,
+``_instructions.py``); ``--peers`` the accumulators of the SDKs (``_format_peers.py``) over ours bytes -> assembled.
 """
 
 from __future__ import annotations
@@ -14,149 +18,121 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pipeline
+from benchmarks._format_streams import GENERATORS, fragments, payloads, texts
+from benchmarks._format_streams import chat as chat  # re-exported: the streams (benchmarks.format_repair uses them)
+from benchmarks._format_streams import messages as messages
+from benchmarks._format_streams import responses as responses
 from operators import Finish
 
 PIECE = 4096
+ROWS: list[tuple[str, str]] = [(name, read) for read in ("4k", "event") for name in GENERATORS]
+GOALS: dict[tuple[str, str], float] = {("chat", "4k"): 0.5, ("messages", "4k"): 0.6, ("responses", "4k"): 0.6,
+                                       ("chat", "event"): 1.0}
+"""Issue 24: the most each row may cost, as a multiple of its floor (median of interleaved rounds)."""
 
 
-def _sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
-    out = []
-    for name, payload in events:
-        head = f"event: {name}\n" if name else ""
-        out.append(f"{head}data: {json.dumps(payload, separators=(',', ':'))}\n\n")
-    return "".join(out).encode()
+def split(data: bytes, read: str) -> list[bytes]:
+    """``4k``: 4 KB pieces; ``event``: one piece per SSE event (its blank line included)."""
+    if read == "event":
+        return [event + b"\n\n" for event in data.split(b"\n\n")[:-1]]
+    return [data[i : i + PIECE] for i in range(0, len(data), PIECE)]
 
 
-def _texts(events: int) -> list[str]:
-    return [f"token {n:05d} of the generated answer " for n in range(events)]
+def check(name: str, events: int, pieces: list[bytes]) -> None:
+    """The row assembles the response its generator wrote (text, tool call, finish)."""
+    chunks = pipeline.collect(pieces, format=name)  # type: ignore[arg-type]
+    message = pipeline.assemble(chunks)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish), (name, finish)
+    assert finish.reason.kind == "tool-calls", (name, finish)
+    assert message.text == "".join(texts(events)), name
+    assert message.tool_calls[0].arguments == "".join(fragments()), name
 
 
-def _fragments() -> list[str]:
-    arguments = json.dumps({"path": "src/" + "x" * 200, "pattern": "**/*.py", "limit": 10})
-    size = max(1, len(arguments) // 40)
-    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+def _timed(function: Callable[[], object]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        function()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
 
 
-def chat(events: int) -> bytes:
-    base = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
-    out: list[tuple[str | None, dict[str, Any]]] = []
-    for text in _texts(events):
-        out.append((None, {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}))
-    for n, fragment in enumerate(_fragments()):
-        call: dict[str, Any] = {"index": 0, "function": {"arguments": fragment}}
-        if n == 0:
-            call.update(id="call_b", type="function", function={"name": "Glob", "arguments": fragment})
-        out.append((None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
-    out.append((None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
-    usage = {"prompt_tokens": 100, "completion_tokens": events, "total_tokens": 100 + events}
-    out.append((None, {**base, "choices": [], "usage": usage}))
-    return _sse(out) + b"data: [DONE]\n\n"
-
-
-def messages(events: int) -> bytes:
-    usage = {"input_tokens": 100, "output_tokens": 1, "cache_read_input_tokens": 0}
-    out: list[tuple[str | None, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_b", "type": "message", "role": "assistant",
-                                                                  "model": "bench", "content": [], "usage": usage}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-    ]
-    for text in _texts(events):
-        delta = {"type": "text_delta", "text": text}
-        out.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
-    out.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    block = {"type": "tool_use", "id": "toolu_b", "name": "Glob", "input": {}}
-    out.append(("content_block_start", {"type": "content_block_start", "index": 1, "content_block": block}))
-    for fragment in _fragments():
-        delta = {"type": "input_json_delta", "partial_json": fragment}
-        out.append(("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": delta}))
-    out.append(("content_block_stop", {"type": "content_block_stop", "index": 1}))
-    out.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                                  "usage": {"output_tokens": events}}))
-    out.append(("message_stop", {"type": "message_stop"}))
-    return _sse(out)
-
-
-def responses(events: int) -> bytes:
-    out: list[tuple[str | None, dict[str, Any]]] = []
-    seq = 0
-
-    def add(kind: str, **fields: Any) -> None:
-        nonlocal seq
-        out.append((kind, {"type": kind, "sequence_number": seq, **fields}))
-        seq += 1
-
-    add("response.created", response={"id": "resp_b", "status": "in_progress", "output": []})
-    add("response.output_item.added", output_index=0, item={"type": "message", "id": "msg_b", "role": "assistant"})
-    for text in _texts(events):
-        add("response.output_text.delta", item_id="msg_b", output_index=0, content_index=0, delta=text)
-    item = {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "Glob", "arguments": ""}
-    add("response.output_item.added", output_index=1, item=item)
-    for fragment in _fragments():
-        add("response.function_call_arguments.delta", item_id="fc_b", output_index=1, delta=fragment)
-    add("response.output_item.done", output_index=1, item={**item, "arguments": "".join(_fragments())})
-    usage = {"input_tokens": 100, "output_tokens": events, "total_tokens": 100 + events,
-             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
-    add("response.completed", response={"id": "resp_b", "status": "completed", "usage": usage})
-    return _sse(out)
-
-
-GENERATORS: dict[str, Callable[[int], bytes]] = {"chat": chat, "messages": messages, "responses": responses}
-
-
-def _payloads(data: bytes) -> list[bytes]:
-    return [line[6:] for line in data.split(b"\n") if line.startswith(b"data: ") and line != b"data: [DONE]"]
-
-
-def _best(function: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            started = time.perf_counter()
-            function()
-            best = min(best, time.perf_counter() - started)
-        finally:
-            gc.enable()
-    return best
-
-
-def measure(events: int, repeat: int) -> list[dict[str, Any]]:
-    rows = []
-    for name, generate in GENERATORS.items():
-        data = generate(events)
-        pieces = [data[i : i + PIECE] for i in range(0, len(data), PIECE)]
-        payloads = _payloads(data)
-        chunks = pipeline.collect(pieces, format=name)  # type: ignore[arg-type]
-        message = pipeline.assemble(chunks)
-        finish = chunks[-1]
-        assert isinstance(finish, Finish)
-        assert finish.reason.kind == "tool-calls", (name, finish)
-        assert message.text == "".join(_texts(events)), name
-        assert message.tool_calls[0].arguments == "".join(_fragments()), name
-        floor = _best(lambda payloads=payloads: [json.loads(p) for p in payloads], repeat)  # type: ignore[misc]
-        ours = _best(lambda pieces=pieces, name=name: pipeline.collect(pieces, format=name), repeat)  # type: ignore[misc]
-        rows.append({"format": name, "events": len(payloads), "bytes": len(data), "floor_s": floor, "ours_s": ours})
-    return rows
+def measure(events: int, rounds: int, rows: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """One dict per row: format, read, events, bytes, the floor's and ours' median seconds, the ratio's median and
+    range over the rounds."""
+    chosen = ROWS if rows is None else rows
+    work = []
+    for name, read in chosen:
+        data = GENERATORS[name](events)
+        pieces = split(data, read)
+        assert b"".join(pieces) == data
+        check(name, events, pieces)
+        loads = payloads(data)
+        work.append((name, read, data, lambda loads=loads: [json.loads(p) for p in loads],
+                     lambda pieces=pieces, name=name: pipeline.collect(pieces, format=name)))
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in work]
+    for round_ in range(rounds):
+        for position in range(len(work)):
+            at = (position + round_) % len(work)  # rotated, so no row always runs first
+            floor_times, our_times = times[at]
+            floor_times.append(_timed(work[at][3]))
+            our_times.append(_timed(work[at][4]))
+    rows_out = []
+    for (name, read, data, _, _), (floor_times, our_times) in zip(work, times, strict=True):
+        ratios = [ours / floor for ours, floor in zip(our_times, floor_times, strict=True)]
+        rows_out.append({
+            "format": name, "read": read, "events": len(payloads(data)), "bytes": len(data),
+            "floor_s": statistics.median(floor_times), "ours_s": statistics.median(our_times),
+            "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        })
+    return rows_out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--events", type=int, default=9000, help="text deltas per stream (default 9000)")
-    parser.add_argument("--repeat", type=int, default=9, help="best of N (default 9)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
+    parser.add_argument("--instructions", action="store_true", help="valgrind instruction counts (~1-2 min)")
+    parser.add_argument("--peers", action="store_true", help="the SDKs' accumulators over ours bytes -> assembled")
     args = parser.parse_args(argv)
-    print(f"bytes -> chunks per wire format (best of {args.repeat}; floor = json.loads of every data: payload)")
-    print(f"  {'format':<10} {'events':>7} {'MB':>6} {'floor ms':>9} {'ours ms':>9} {'x floor':>8}")
-    for row in measure(args.events, args.repeat):
-        ratio = row["ours_s"] / row["floor_s"]
-        print(f"  {row['format']:<10} {row['events']:>7,} {row['bytes'] / 1e6:>6.2f} {row['floor_s'] * 1e3:>9.2f} "
-              f"{row['ours_s'] * 1e3:>9.2f} {ratio:>8.2f}")
+    print(f"bytes -> chunks per wire format: medians of {args.rounds} interleaved rounds "
+          "(floor = json.loads of every data: payload)")
+    print(f"  {'format':<10} {'read':<6} {'events':>7} {'MB':>6} {'floor ms':>9} {'ours ms':>9} {'x floor':>8}"
+          f" {'range':>11}  goal")
+    for row in measure(args.events, args.rounds):
+        goal = GOALS.get((row["format"], row["read"]))
+        verdict = "" if goal is None else f"<= {goal}: {'PASS' if row['ratio'] <= goal else 'MISS'}"
+        print(f"  {row['format']:<10} {row['read']:<6} {row['events']:>7,} {row['bytes'] / 1e6:>6.2f} "
+              f"{row['floor_s'] * 1e3:>9.2f} {row['ours_s'] * 1e3:>9.2f} {row['ratio']:>8.2f} "
+              f"{row['ratio_min']:>5.2f}-{row['ratio_max']:<5.2f}  {verdict}")
+    if args.instructions:
+        from benchmarks import _instructions
+
+        if not _instructions.available():
+            print("instructions: valgrind not found; skipped")
+        else:
+            events = min(args.events, 2000)
+            counts = _instructions.measure(events, ROWS)
+            print(f"instructions per event (callgrind, {events:,} text deltas, one counted run each):")
+            for name, read in ROWS:
+                floor, ours = counts.get(f"{name} {read} floor"), counts.get(f"{name} {read} ours")
+                if floor and ours:
+                    n = len(payloads(GENERATORS[name](events)))
+                    print(f"  {name:<10} {read:<6} floor {floor / n:>8,.0f}  ours {ours / n:>8,.0f}  "
+                          f"x floor {ours / floor:.2f}")
+    if args.peers:
+        from benchmarks import _format_peers
+
+        _format_peers.report(args.events, max(3, args.rounds // 3))
 
 
 if __name__ == "__main__":

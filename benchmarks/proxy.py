@@ -64,8 +64,10 @@ class ProxyProcess:
     def __init__(self, upstream: str) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", upstream, "--port", "0"],
+            [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", upstream, "--port", "0",
+             "--forward-headers", "x-emulator-*"],  # the emulator's knobs are headers, off the proxy's allow-list
             stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # the access log: one line per request
             text=True,
             cwd=ROOT,
             env=env,

@@ -23,9 +23,10 @@ built, subscribed and run to its finish, averaged over 10,000), the linearity ch
 9k and 153k events, interleaved), the memory subprocess (memory.py) and the concurrency subprocess
 (concurrency.py), then the targets with PASS / MISS.
 
-Timing: ``time.perf_counter``, best of N runs (5, 3 for large; slow peer rows stop repeating once their runs add up
-to ~10 s). The rows of a size run round-robin (one run of each row per round), so load from other processes on the
-machine hits every row alike; the garbage collector is disabled during each timed run and re-enabled after it.
+Timing: ``time.perf_counter``, the median of N interleaved runs (5, 3 for large; slow peer rows stop repeating once
+their runs add up to ~10 s). The rows of a size run round-robin (one run of each row per round), so load from other
+processes on the machine hits every row alike; the garbage collector is disabled during each timed run and
+re-enabled after it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -293,7 +295,7 @@ class Bench:
         for spec in specs:
             if not spec.show:
                 continue
-            seconds = min(spec.times) if spec.times else None
+            seconds = statistics.median(spec.times) if spec.times else None
             ok = "" if spec.ok is None else ("✓" if not spec.ok else "✗ " + spec.ok)
             if spec.ok and spec.fatal:
                 self.fail(f"{name}: {spec.label}: {spec.ok}")
@@ -329,7 +331,7 @@ class Bench:
             specs.append(Spec("direct", partial(work.direct_stages(self.factories), pieces), lambda _: ""))
         rounds = 3 if name == "large" else OVERHEAD_ROUNDS
         self.round_robin(specs, rounds, warm=True)
-        best = {spec.label: min(spec.times) for spec in specs}
+        best = {spec.label: statistics.median(spec.times) for spec in specs}
         overhead: dict[str, Any] = {
             "size": name,
             "events": events,
@@ -347,7 +349,7 @@ class Bench:
         self.results.overhead = overhead
 
     def linearity_pass(self) -> None:
-        """us/event of bytes->chunks for 4k, medium and large, timed interleaved (best of the rounds)."""
+        """us/event of bytes->chunks for 4k, medium and large, timed interleaved (the median of the rounds)."""
         names = [n for n in ("4k", "medium", "large") if n in self.kept]
         if len(names) < 2:
             return
@@ -358,13 +360,14 @@ class Bench:
         for spec in specs:
             events = self.kept[spec.label][0]
             points.append({"size": spec.label, "events": events, "runs": len(spec.times),
-                           "us_per_event": min(spec.times) / events * 1e6})
+                           "us_per_event": statistics.median(spec.times) / events * 1e6})
         values = [float(p["us_per_event"]) for p in points]
         self.results.linearity = {"points": points, "spread": max(values) / min(values)}
 
     def round_robin(self, specs: Sequence[Spec], repeats: int, *, warm: bool) -> None:
         """Runs every spec once per round, ``repeats`` rounds, so that all rows see the same machine (other load
-        on it shifts every row alike); a spec stops once its runs add up to its budget. The best run counts.
+        on it shifts every row alike); a spec stops once its runs add up to its budget. The median run counts (best-of-N
+        turned PASS rows into MISS under a shared machine: issue 24).
 
         gc is off while a run is timed and back on after it. The collector is run once before the rounds, not
         before each run: right after a full collection the first run of a short workload is ~3x slower (freed
@@ -495,13 +498,14 @@ class Bench:
                 problem = compare(result, want)
                 if problem:
                     self.fail(f"{corpus.name}: {label}: the assembled message differs: {problem}")
-                row = self.add(corpus, label, min(times), len(times), ok="✗ " + problem if problem else "✓",
+                verdict = "✗ " + problem if problem else "✓"
+                row = self.add(corpus, label, statistics.median(times), len(times), ok=verdict,
                                note=note + ("; base_url .../v1" if "ChatClient" in label else ""))
                 if ours_row is not None and ours_row.seconds:
-                    row.ratio_ours = min(times) / ours_row.seconds
+                    row.ratio_ours = statistics.median(times) / ours_row.seconds
             else:
                 ok = "✓" if result == len(corpus.data) else f"✗ {result} bytes"
-                self.add(corpus, label, min(times), len(times), ok=ok, note=note)
+                self.add(corpus, label, statistics.median(times), len(times), ok=ok, note=note)
 
 
 # --------------------------------------------------------------------------------------------------- subprocesses
@@ -543,7 +547,7 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def table(results: Results) -> str:
-    header = (f"{'size':7} {'row':42} {'events':>8} {'MB':>6} {'best ms':>9} {'events/s':>11} {'MB/s':>7} "
+    header = (f"{'size':7} {'row':42} {'events':>8} {'MB':>6} {'median ms':>9} {'events/s':>11} {'MB/s':>7} "
               f"{'us/event':>9} {'x floor':>8} {'x ours':>7} {'runs':>4}  ok  note")
     lines = [header, "-" * len(header)]
     previous = ""
@@ -582,7 +586,8 @@ def report(results: Results) -> str:
             f"text {c['text_bytes']:,} B, {c['tool_calls']} tool calls with {c['arguments_bytes']:,} B of arguments"
         )
     out.append("")
-    out.append("throughput (best of N, gc off while timed; every row reads the same 4 KB pieces from memory;")
+    out.append("throughput (median of N interleaved runs, gc off while timed; every row reads the same 4 KB pieces "
+               "from memory;")
     out.append("  'x floor' = time / floor json.loads time; 'x ours' = time / ours bytes->assembled time)")
     out.append(table(results))
     out.append("")
@@ -590,7 +595,7 @@ def report(results: Results) -> str:
     if o:
         out.append(
             f"Rx per-event overhead, whole chain (5 operators + to_chunks), on {o['size']} ({o['events']:,} events in "
-            f"{o['batches']:,} reads of 4 KB), best of {o['runs']} interleaved runs:"
+            f"{o['batches']:,} reads of 4 KB), median of {o['runs']} interleaved runs:"
         )
         if "translate_minus_direct_us_per_event" in o:
             out.append(
@@ -610,7 +615,7 @@ def report(results: Results) -> str:
     lin = results.linearity
     if lin.get("points"):
         points = ", ".join(f"{p['events']:,} events {p['us_per_event']:.2f}" for p in lin["points"])
-        out.append(f"linearity (ours bytes->chunks, us/event, interleaved pass, best of "
+        out.append(f"linearity (ours bytes->chunks, us/event, interleaved pass, median of "
                    f"{'/'.join(str(p['runs']) for p in lin['points'])} runs): {points}; max/min {lin['spread']:.2f}")
     mem = results.memory
     if mem:
@@ -753,7 +758,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="CI: small + ~300 KB, one repeat; exit 1 when a result is wrong")
     parser.add_argument("--sizes", default=None,
                         help=f"comma-separated, from {', '.join(SIZES)} (default: small,4k,medium,large)")
-    parser.add_argument("--repeat", type=int, default=None, help="best of N (default 5, 3 for large)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="runs per row, the median counts (default 5, 3 for large)")
     parser.add_argument("--skip-peers", action="store_true", help="no openai / langchain-core rows")
     parser.add_argument("--skip-loopback", action="store_true", help="no HTTP rows from the emulator")
     parser.add_argument("--skip-memory", action="store_true", help="no memory subprocess")
@@ -832,7 +838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             server.__exit__(None, None, None)
 
     # chain construction
-    best_build = best_whole = float("inf")
+    builds: list[float] = []
+    wholes: list[float] = []
     for _ in range(1 if args.smoke else 3):
         gc.collect()
         gc.disable()
@@ -840,8 +847,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             build_s, whole_s = work.chain_construction(CONSTRUCTION_CHAINS)
         finally:
             gc.enable()
-        best_build, best_whole = min(best_build, build_s), min(best_whole, whole_s)
-    results.construction = {"build_ms": best_build * 1e3, "whole_ms": best_whole * 1e3}
+        builds.append(build_s)
+        wholes.append(whole_s)
+    results.construction = {"build_ms": statistics.median(builds) * 1e3, "whole_ms": statistics.median(wholes) * 1e3}
 
     print("  Rx overhead and linearity passes ...", file=sys.stderr, flush=True)
     bench.overhead_pass()

@@ -27,6 +27,10 @@ class BlockTexts:
         self._buffers[index] += encoded
         return len(encoded)
 
+    def buffer(self, index: int) -> bytearray | None:
+        """Block ``index``'s UTF-8 buffer itself (None when it is not open): the fast path appends to it directly."""
+        return self._buffers.get(index)
+
     def text(self, index: int) -> str:
         return self._buffers[index].decode("utf-8", "surrogatepass")
 

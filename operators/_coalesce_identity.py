@@ -247,11 +247,15 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
     def _ignore_identity(self, call: _Call, field: str, value: Any, out: list[Signal]) -> None:
         if value is UNSET:
             return
-        if value is None or (type(value) is str and not value):
-            self._report_call(call, f"empty-{field}", out, "empty-identity",
+        empty = value is None or (type(value) is str and not value)
+        key = f"empty-{field}" if empty else f"non-string-{field}"
+        if key in call.reported:  # reported once per call: the message is not even formatted again
+            return
+        if empty:
+            self._report_call(call, key, out, "empty-identity",
                               f"{field} {_describe(value)} ignored" + self._kept(call, field))
             return
-        self._report_call(call, f"non-string-{field}", out, "non-string-identity",
+        self._report_call(call, key, out, "non-string-identity",
                           f"{field} {_describe(value)} is not a string; ignored" + self._kept(call, field))
 
     @staticmethod

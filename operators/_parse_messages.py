@@ -365,7 +365,9 @@ def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) 
         bytes:  --s1--t--s2--|
         out:    --[]--[c]-[a(message-restarted), c(usage), Halt(STREAM_CLOSED)]|
 
-    The format: docs/formats/messages.md; decision note: docs/decisions/0024-messages-format.md.
+    The format: docs/formats/messages.md; decision notes: docs/decisions/0024-messages-format.md,
+    docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0044-second-message-start.md,
+    docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

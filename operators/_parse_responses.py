@@ -70,6 +70,10 @@ __all__ = ["parse_responses_sse", "responses_stage"]
 _DONE = b"[DONE]"
 _OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_CONTENT_DELTAS = frozenset({"response.output_text.delta", "response.reasoning_summary_text.delta",
+                             "response.reasoning_text.delta", "response.refusal.delta",
+                             "response.function_call_arguments.delta"})
+_ESCAPED = 6  # the most bytes one UTF-8 byte takes in a JSON string (a control character as \u00XX)
 _KIND_CHARS = 60  # an item or event type quoted in a message
 _KINDS_NAMED = 10  # unsupported item kinds named in the UNSUPPORTED_OUTPUT message (then "and N more kinds")
 
@@ -118,6 +122,8 @@ class _ParseResponses(SseFraming):
                     message += f" ({reason})"
                 self._halt(Failure(Code.MALFORMED_RESPONSE, message), out)
                 return
+        if kind in _CONTENT_DELTAS and event.delta:
+            self.admit(len(event.delta.encode("utf-8", "surrogatepass")))
         if kind == "response.output_text.delta":
             if event.delta:
                 out.append(wire_chunk(WireDelta(content=event.delta)))
@@ -144,6 +150,12 @@ class _ParseResponses(SseFraming):
             self._halt(classify_inband_error(failed_error(event.response)), out)
         elif kind == "error":
             self._halt(classify_inband_error(error_object(event)), out)
+
+    def admit(self, content_bytes: int) -> None:
+        """Content admitted (UTF-8 bytes of deltas): the terminal event repeats the whole output on one line, so a
+        line may be longer by what that content takes as JSON (at most 6 bytes a byte, ``\\u0001``). A response the
+        text and arguments limits let through is never cut at its terminal event (docs/decisions/0050-fast-path.md)."""
+        self.event_limit += _ESCAPED * content_bytes
 
     def _unread(self, kind: str | None, out: list[Signal]) -> None:
         """An event the parser does not decode: known and empty of anything carried, reported, or unknown."""
@@ -335,7 +347,8 @@ def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False)
         bytes:  --s--C--|
         out:    --[a(unsupported-item)]-[c(usage), Halt(UNSUPPORTED_OUTPUT)]|
 
-    The format: docs/formats/responses.md; decision note: docs/decisions/0025-responses-format.md.
+    The format: docs/formats/responses.md; decision notes: docs/decisions/0025-responses-format.md,
+    docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

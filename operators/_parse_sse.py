@@ -91,7 +91,10 @@ class _ParseSse(SseFraming):
             self.finished = True
             return
         if not self.saw_finish and chunk.choices:
-            self.saw_finish = any(c.finish_reason is not None and not c.index for c in chunk.choices)
+            for choice in chunk.choices:  # a loop, not any(<genexpr>): this runs on every payload
+                if choice.finish_reason is not None and not choice.index:
+                    self.saw_finish = True
+                    break
 
     def _foreign(self, payload: bytes, out: list[Signal]) -> bool:
         """A chunk without ``choices`` whose ``type`` names another format's event: the stream is not chat."""
@@ -177,7 +180,8 @@ def parse_sse(limits: Limits | None = None, *, comments: bool = False) -> Operat
     Type: ``Observable[bytes] -> Observable[list[WireChunk | Done | Halt | Anomaly]]``.
 
     Decision notes: docs/decisions/0001-parse-sse.md, docs/decisions/0007-typed-wire-decoding.md,
-    docs/decisions/0009-in-band-errors.md, docs/decisions/0014-limits.md.
+    docs/decisions/0009-in-band-errors.md, docs/decisions/0014-limits.md,
+    docs/decisions/0045-items-and-streams-not-retried.md, docs/decisions/0046-usage-in-other-keys.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
     return stage_operator(lambda: _ParseSse(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))

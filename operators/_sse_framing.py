@@ -42,11 +42,12 @@ class SseFraming(BaseStage[bytes, Signal]):
     in ``self.event``), ``self.finished`` set by a subclass to stop reading. A format subclasses it with its own
     ``dispatch`` and ``on_end`` (``parse_sse``: chat completions)."""
 
-    __slots__ = ("at_start", "comments", "data", "event", "finished", "head", "ignored", "joined", "limits",
-                 "open_bytes", "pending", "pending_cr", "saw_finish")
+    __slots__ = ("at_start", "comments", "data", "event", "event_limit", "finished", "head", "ignored", "joined",
+                 "limits", "open_bytes", "pending", "pending_cr", "saw_finish")
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
         self.limits = limits
+        self.event_limit = limits.max_event_bytes  # one line / one event; a format may widen it (Responses' terminal)
         self.comments = comments  # report each comment line as a ``comment`` anomaly (else it costs no object)
         self.ignored = 0  # lines that carried nothing so far (max_ignored_lines)
         self.head = b""  # the first bytes while they may still be a split BOM
@@ -90,12 +91,12 @@ class SseFraming(BaseStage[bytes, Signal]):
             self.pending_cr = False
             if piece[:1] == b"\n":
                 piece = piece[1:]
-        if b"\r" in piece:  # a line end never spans pieces once a trailing CR is remembered
+        if piece.find(b"\r") >= 0:  # (find, not `in`: `in` tries the needle as an int first, raising inside)
             self.pending_cr = piece.endswith(b"\r")
             piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        limit = self.limits.max_event_bytes
+        limit = self.event_limit
         pending = self.pending
-        if b"\n" not in piece:  # the line stays open: count it while it is open, keep the piece
+        if piece.find(b"\n") < 0:  # the line stays open: count it while it is open, keep the piece
             if piece:
                 self.open_bytes += len(piece)
                 if self.open_bytes > limit:
@@ -165,7 +166,7 @@ class SseFraming(BaseStage[bytes, Signal]):
         the joined data crosses ``max_event_bytes`` (the stage has then finished)."""
         data = self.data
         self.joined = (len(data[0]) if len(data) == 1 else self.joined) + 1 + len(value)
-        if self.joined > self.limits.max_event_bytes:
+        if self.joined > self.event_limit:
             self._exceeded(self.joined, "one SSE event", out)
             return True
         return False
@@ -183,7 +184,7 @@ class SseFraming(BaseStage[bytes, Signal]):
 
     def _line_exceeded(self, out: list[Signal]) -> None:
         # how far past the limit a read reaches depends on the split: name the first byte over it
-        self._exceeded(self.limits.max_event_bytes + 1, "one SSE line", out)
+        self._exceeded(self.event_limit + 1, "one SSE line", out)
 
     def _exceeded(self, counted: int, what: str, out: list[Signal]) -> None:
         out.append(Halt(limit_exceeded("max_event_bytes", counted, self.limits.max_event_bytes, what)))

@@ -8,6 +8,9 @@ operator *among* the rules, where the Observable carries ``Batch[Signal]`` (deci
 - ``map_items`` / ``filter_items`` lift an item function to a batch operator;
 - ``Stage`` / ``BaseStage`` / ``stage_operator`` build a stateful rule (fresh state per subscription, exceptions
   contained, the items appended before a failure still emitted);
+- ``default_rules(limits)`` are the default rules (``pipeline.protocol_rules``); ``default_chain(format, limits)`` is
+  the format's parser and those rules as one operator, with a fast path (docs/decisions/0050-fast-path.md): what
+  ``pipeline.translate`` runs when no ``rules=`` is given;
 - the signals (``Done``, ``Halt``, ``ToolFragment``, ...) are what travels between the rules besides the chunks
   (``Signal`` is their union; ``Rule`` the type of a rule operator). Pass on what you do not understand.
 
@@ -17,8 +20,10 @@ classified error finish; ``classify_http_error``, ``parse_retry_after``, ``retry
 """
 
 from ._block_texts import BlockTexts
+from ._chain import default_rules
 from ._chunks import CHUNK_TYPES
 from ._faces import publish as _publish
+from ._fused import default_chain
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
 from ._provider_errors import (
@@ -69,6 +74,8 @@ __all__ = [
     "UsageSeen",
     "classify_http_error",
     "classify_inband_error",
+    "default_chain",
+    "default_rules",
     "filter_items",
     "limit_exceeded",
     "map_items",

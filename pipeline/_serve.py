@@ -37,8 +37,11 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: Any, *, embedded: bool) -> uvicorn.Config:
+def uvicorn_config(app: Any, *, embedded: bool, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's settings for our servers (``overrides`` are more ``uvicorn.Config`` keywords)."""
     options: dict[str, Any] = {"log_config": None} if embedded else {}
+    options.setdefault("timeout_graceful_shutdown", 1)
+    options.update(overrides)
     return uvicorn.Config(
         app,
         log_level="warning",
@@ -46,7 +49,6 @@ def uvicorn_config(app: Any, *, embedded: bool) -> uvicorn.Config:
         lifespan="off",
         ws="none",
         server_header=False,
-        timeout_graceful_shutdown=1,
         **options,
     )
 

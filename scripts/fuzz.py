@@ -1,6 +1,6 @@
 """Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600          # or parse_sse, messages, responses
+    python scripts/fuzz.py --target translate --seconds 600          # or parse_sse, messages, responses, fast_path
     python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
@@ -56,6 +56,7 @@ from operators import (  # noqa: E402
     detect_format,
     parse_sse,
 )
+from scripts.fuzz_fast_path import check_fast_path  # noqa: E402  (the default chain against the rule chain)
 from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
 from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
 
@@ -208,9 +209,11 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "parse_sse": check_parse_sse,
     "messages": check_messages,
     "responses": check_responses,
+    "fast_path": lambda data: check_fast_path(data, plan),
 }
 TARGET_SEEDS = {
-    "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS
+    "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS,
+    "fast_path": SEED_DIRS,
 }
 """The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
 

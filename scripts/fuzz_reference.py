@@ -180,5 +180,5 @@ def check_reference(data: bytes, out: list[Any], format: str) -> None:
     usages = [chunk.usage for chunk in out if type(chunk).__name__ == "UsageChunk"]
     ensure(bool(usages), f"a valid prompt count {prompt} was sent and no usage came out")
     usage = usages[-1]
-    kept = usage.input_tokens + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
+    kept = (usage.input_tokens or 0) + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
     ensure(kept == prompt, f"the usage keeps a prompt count of {kept}, not the last valid one sent ({prompt})")

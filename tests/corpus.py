@@ -18,3 +18,6 @@ RESPONSES_STREAMS = Path(os.environ.get("LLM_STREAM_RESPONSES_FIXTURES", FIXTURE
 """The Responses API corpus (``LLM_STREAM_RESPONSES_FIXTURES``)."""
 PEER_STREAMS = Path(os.environ.get("LLM_STREAM_PEERS", FIXTURES / "sse" / "peers"))
 """What peer libraries make of the streams (``LLM_STREAM_PEERS``)."""
+PEER_FORMAT_STREAMS = Path(os.environ.get("LLM_STREAM_PEER_FORMATS", FIXTURES / "peers-formats"))
+"""Messages and Responses streams rebuilt from other projects' test suites, with what they assert
+(``LLM_STREAM_PEER_FORMATS``)."""

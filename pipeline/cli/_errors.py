@@ -38,17 +38,14 @@ class CliError(LlmStreamError):
     """A one-line error for the user, printed as ``llm-stream: <message>``; exit status 2."""
 
 
-EMULATOR_EXTRA = "pip install 'llm-stream-pipeline[emulator]'"
-"""The install hint for what serves HTTP (the emulator, the proxy, the demo's live half): starlette and uvicorn."""
-
-
-def extra_missing(what: str, exc: ImportError) -> CliError:
-    """The one line for a command that needs the emulator extra: what needs it, and the install hint once (the
-    library's own ImportError already names it; a bare one from Python does not)."""
+def extra_missing(what: str, exc: ImportError, extra: str = "emulator") -> CliError:
+    """The one line for a command that needs an extra (``emulator``: starlette and uvicorn; ``proxy``): what needs
+    it, and the install hint once (the library's own ImportError already names it; a bare one from Python does not)."""
+    hint = f"pip install 'llm-stream-pipeline[{extra}]'"
     reason = str(exc)
-    if EMULATOR_EXTRA in reason:
+    if hint in reason:
         return CliError(f"{what}: {reason}")
-    return CliError(f"{what} needs starlette and uvicorn ({reason}); install them with: {EMULATOR_EXTRA}")
+    return CliError(f"{what} needs the {extra} extra ({reason}); install it with: {hint}")
 
 
 def port_number(text: str) -> int:

@@ -1,48 +1,64 @@
-"""``llm-stream proxy --upstream URL [--host H] [--port P] [--mode stream|buffered] [--retries N]``: the sanitizing
-proxy in the foreground (docs/proxy.md)."""
+"""``llm-stream proxy --upstream URL [--port P] [--max-streams N] ...``: the sanitizing proxy in the foreground.
+
+One flag per ``ProxyConfig`` field, each also read from ``LLM_STREAM_PROXY_<FIELD>`` (a flag wins); the flags and
+their help come from the config itself, so a new field is a new flag (docs/proxy.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
-from operators import RetryPolicy
+import attrs
 
-from ._errors import EXIT_OK, check_http_url, extra_missing, listen_errors, port_number
+from pipeline.sanitize import ProxyConfig
+
+from ._errors import EXIT_OK, CliError, check_http_url, extra_missing, listen_errors, port_number
 
 __all__ = ["add_parser"]
+
+_CHOICES = {"mode": ("stream", "buffered"), "log_format": ("text", "json", "off")}
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "proxy", help="serve an OpenAI-compatible proxy that sanitizes streamed chat completions from --upstream"
+        "proxy",
+        help="serve an OpenAI-compatible proxy that sanitizes streamed chat completions from --upstream",
+        description="Every flag can also be set as LLM_STREAM_PROXY_<FLAG> (e.g. LLM_STREAM_PROXY_MAX_STREAMS); "
+        "a flag wins over the variable. docs/proxy.md has the headers forwarded, the metrics and a deployment.",
     )
-    p.add_argument("--upstream", required=True, help="the upstream base URL, e.g. https://api.deepseek.com/v1")
-    p.add_argument("--port", type=port_number, default=8809, help="port (0 picks a free one; default 8809)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
-    p.add_argument(
-        "--mode",
-        choices=("stream", "buffered"),
-        default="stream",
-        help="stream: forward repaired bytes at once (default); buffered: hold each response until its finish, so "
-        "any failure is an HTTP error the client can retry (or, with --retries, is retried here)",
-    )
-    p.add_argument(
-        "--retries",
-        type=int,
-        default=0,
-        help="retries inside the proxy for clients with no retry loop of their own (default 0: the client's own "
-        "retries govern; an SDK's max_retries would multiply with these)",
-    )
+    for field in attrs.fields(ProxyConfig):
+        if "parse" not in field.metadata:
+            continue
+        kind: Any = port_number if field.name == "port" else field.metadata["parse"]
+        p.add_argument(
+            "--" + field.name.replace("_", "-"),
+            dest=field.name,
+            type=kind,
+            choices=_CHOICES.get(field.name),
+            default=None,
+            metavar=None if field.name in _CHOICES else field.name.upper(),
+            help=f"{field.metadata['help']} [{ProxyConfig.env_var(field.name)}]",
+        )
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    flags = {name: value for name, value in vars(args).items() if name not in ("run", "command")}
+    if flags.get("upstream") is not None:
+        check_http_url(flags["upstream"], what="--upstream")
     try:
-        from pipeline.sanitize import run_proxy  # starlette / uvicorn come with the "emulator" extra
+        config = ProxyConfig.from_env(os.environ, **flags)
+    except (ValueError, TypeError) as exc:
+        raise CliError(str(exc)) from None
+    try:
+        from pipeline.sanitize import run_proxy  # uvicorn and prometheus-client come with the "proxy" extra
     except ImportError as exc:
-        raise extra_missing("the proxy", exc) from exc
-    check_http_url(args.upstream, what="--upstream")
-    with listen_errors(args.host, args.port):
-        retry = RetryPolicy(max_retries=args.retries) if args.retries > 0 else None
-        run_proxy(args.upstream, host=args.host, port=args.port, mode=args.mode, retry_policy=retry)
+        raise extra_missing("the proxy", exc, "proxy") from exc
+    with listen_errors(config.host, config.port):
+        try:
+            run_proxy(config)
+        except ValueError as exc:  # a key variable that holds no key
+            raise CliError(str(exc)) from None
     return EXIT_OK

@@ -85,16 +85,24 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
             nonlocal disposed
             disposed = True
 
-        def stopped() -> bool:
-            return disposed or any(getattr(s, "is_disposed", False) for s in subscribers)
+        def stopped() -> bool:  # between every two reads: a loop, not any(<genexpr>)
+            if disposed:
+                return True
+            for subscriber in subscribers:  # noqa: SIM110
+                if getattr(subscriber, "is_disposed", False):
+                    return True
+            return False
 
         def run(*_: Any) -> None:
             pieces = make()
             try:
                 for piece in pieces:
                     observer.on_next(piece)
-                    if stopped():  # checked before the next read is pulled
+                    if disposed:  # stopped() inlined: checked before the next read is pulled
                         return
+                    for subscriber in subscribers:
+                        if getattr(subscriber, "is_disposed", False):
+                            return
             except Exception as exc:  # a failing file or iterator ends the response, it does not escape
                 if not stopped():
                     observer.on_error(exc)

@@ -28,13 +28,9 @@ from operators import (
     Limits,
     Rule,
     Signal,
-    accumulate_arguments,
-    classify_finish,
-    close_on_done,
-    coalesce_identity,
     parse_stream,
 )
-from operators.extend import CHUNK_TYPES, Operator, StreamFailure
+from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain, default_rules
 
 from .._chunk_stage import ChunkStage, chunk_operator
 from .._logging import get_logger
@@ -49,7 +45,7 @@ def protocol_rules(limits: Limits | None = None) -> list[Rule]:
     """The rules after ``parse_sse``, in order, fresh: ``coalesce_identity -> accumulate_arguments -> close_on_done ->
     classify_finish``. Insert a custom operator anywhere; each passes on what it does not understand. ``limits``
     (default ``Limits()``) bounds the arguments, the tool calls and the text of a response."""
-    return [coalesce_identity(), accumulate_arguments(limits), close_on_done(limits), classify_finish()]
+    return default_rules(limits)  # one list with the stages default_chain runs (operators/_chain.py)
 
 
 class _ToChunks(ChunkStage[Batch[Signal], Chunk]):
@@ -114,7 +110,10 @@ def translate_batches(
     them). ``limits`` goes to the parser and, when ``rules`` is not given, to ``protocol_rules``; ``format`` is
     ``"chat"``, ``"messages"`` or ``"responses"``, or None to detect it from the first event (``parse_stream``);
     ``comments=True`` makes each SSE comment line a ``comment`` anomaly (otherwise it costs no object)."""
-    return apply(_parsed(source, limits, format, comments), protocol_rules(limits) if rules is None else rules)
+    if rules is None:  # the default chain: one operator with a fast path, the same items (decision 0050)
+        observable = source if isinstance(source, Observable) else bytes_source(source, limits)
+        return default_chain(format, limits, comments=comments)(observable)
+    return apply(_parsed(source, limits, format, comments), rules)
 
 
 def translate(

@@ -2,18 +2,19 @@
 ``operators.FORMATS`` (the operators side: each format's name, detection and parser, ``operators/_parse_format.py``).
 
 Who reads a record: ``ChatClient`` (``api=`` is a record's name: the path it posts to, the headers, the body
-builder), ``ClientConfig`` (which names exist), the emulator (the routes it serves and its error shape's title), the
-CLI (``chat --api``, ``replay --format``) and the sanitizer (how a repaired stream and an error are written in the
-format: ``write_stream`` and ``error_body``, left empty here for the sanitizer's own issue to fill in).
+builder), ``ClientConfig`` (which names exist), the emulator (the routes it serves, the title), the CLI (``chat
+--api``, ``replay --format``) and the sanitizer (the path a request it repairs ends with). What only a layer above
+knows of a format is that layer's own record keyed by the same name: the emulator's profiles
+(``pipeline/emulator/_formats.py``), the sanitizer's repairer and error body (``pipeline/sanitize/_formats.py``).
 
 Adding a format: docs/architecture.md, "Adding a wire format".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 import attrs
 
@@ -50,10 +51,6 @@ class WireFormat:
     """Headers every request carries unless the caller's headers name them."""
     key_headers: tuple[str, ...] = ()
     """Headers that carry the API key as it is, besides ``Authorization: Bearer <key>``."""
-    write_stream: Callable[..., Any] | None = None
-    """How a repaired stream is written back in this format (the sanitizer's; none yet)."""
-    error_body: Callable[..., Any] | None = None
-    """How an error looks in this format (the sanitizer's; none yet)."""
 
 
 _RECORDS = (

@@ -1,6 +1,7 @@
 """Sanitizing for clients the library does not own: ``SanitizingTransport`` (an httpx transport for the openai SDK,
 LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (``Proxy``, ``create_proxy_app``,
-``run_proxy``: ``llm-stream proxy``; these need the ``emulator`` extra, starlette and uvicorn).
+``run_proxy``: ``llm-stream proxy``, configured by ``ProxyConfig``; these three need the ``proxy`` extra: uvicorn
+and prometheus-client).
 
 Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
 sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
@@ -19,34 +20,37 @@ from .._faces import publish as _publish
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
 from ._messages_repair import MessagesRepair
+from ._proxy_config import ProxyConfig
 from ._repair import StreamRepair
 from ._responses_repair import ResponsesRepair
 from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
 if TYPE_CHECKING:
-    from ._proxy import Proxy, create_proxy_app, run_proxy
+    from ._proxy_app import create_proxy_app
+    from ._proxy_server import Proxy, run_proxy
 
-__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ResponsesRepair", "Sanitizer",
-           "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "ResponsesRepair",
+           "Sanitizer", "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
-_SERVING = frozenset({"Proxy", "create_proxy_app", "run_proxy"})
+_SERVING = {"Proxy": "._proxy_server", "create_proxy_app": "._proxy_app", "run_proxy": "._proxy_server"}
+_SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
 
 
 def __getattr__(name: str) -> object:
-    """The proxy's names import starlette and uvicorn on first use, not before."""
+    """The proxy's names import uvicorn and prometheus-client on first use, not before."""
     if name not in _SERVING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
-        module = importlib.import_module("._proxy", __name__)
+        module = importlib.import_module(_SERVING[name], __name__)
     except ImportError as exc:
-        if (exc.name or "").partition(".")[0] not in ("starlette", "uvicorn"):
+        if (exc.name or "").partition(".")[0] not in _SERVER_PACKAGES:
             raise
         raise ImportError(
-            f"pipeline.sanitize.{name} serves HTTP with starlette and uvicorn, which are not installed ({exc}). "
-            "Install the emulator extra: pip install 'llm-stream-pipeline[emulator]'",
+            f"pipeline.sanitize.{name} serves HTTP with uvicorn and prometheus-client, which are not installed "
+            f"({exc}). Install the proxy extra: pip install 'llm-stream-pipeline[proxy]'",
             name=exc.name,
         ) from exc
     value = getattr(module, name)

@@ -23,6 +23,7 @@ events are held, so a failure found before it is still an HTTP error the client'
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import attrs
@@ -64,6 +65,9 @@ class ChatRepair:
         self._refused = False
         self._failure: Failure | None = None
         self._finish: Finish | None = None
+        self.repairs: Counter[str] = Counter()
+        """What was repaired, by kind (the proxy's access log and metrics): ``tool-call-identity``, ``framing``,
+        ``line-ends``, ``bom``, ``done-added``, ``key-redacted``."""
         self._shape: tuple[bytes, bytes] = (b"", b"")
         """The bytes around the text of the last single-event read that passed: a text delta shaped the same is
         proven rule-free by its text alone."""
@@ -100,7 +104,10 @@ class ChatRepair:
             self._started = True
             if data.startswith(_BOM):
                 data = data[3:]
+                self.repairs["bom"] += 1
         if self._cr or b"\r" in data:
+            if not self._cr:
+                self.repairs["line-ends"] += 1
             data = self._lf(data)
         buf = self._buf + data if self._buf else data
         out: list[bytes] = []
@@ -147,6 +154,7 @@ class ChatRepair:
         if self._finish is not None:
             return out
         if self._choices and all(c.finish_reason is not None for c in self._choices.values()):
+            self.repairs["done-added"] += 1
             return out + self._done(_DONE)
         return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
 
@@ -222,7 +230,7 @@ class ChatRepair:
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))
             return self._fail(failure)
-        changed = named is not None or event.find(b"\n") != len(event) - 2 or not event.startswith(b"data:")
+        changed = framing = named is not None or event.find(b"\n") != len(event) - 2 or not event.startswith(b"data:")
         carries = False
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -235,8 +243,10 @@ class ChatRepair:
         if obj.get("usage"):
             carries = True
         if changed:
+            self.repairs["framing" if framing else "tool-call-identity"] += 1
             event = b"data: " + msgspec.json.encode(obj) + b"\n\n"
         if self._key is not None and self._key in event:
+            self.repairs["key-redacted"] += 1
             event = event.replace(self._key, b"[redacted]")
         return self._release(event, carries)
 

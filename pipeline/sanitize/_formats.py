@@ -1,6 +1,10 @@
 """Which repairer a request's stream gets: by the request's path (``/chat/completions``, ``/messages``,
 ``/responses``), for a ``POST`` whose JSON body says ``"stream": true``. Each format names its ``StreamRepair``
-class and the HTTP error body in its API's own shape (``_repair.py``)."""
+class and the HTTP error body in its API's own shape (``_repair.py``).
+
+The formats and their paths are the wire-format registry's (``pipeline.formats.WIRE_FORMATS``): a format added there
+without a repairer here fails at import. The repairers stay on this side: ``pipeline.formats`` sits below
+``pipeline.sanitize`` (docs/architecture.md), so its records cannot name them without an import cycle."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import attrs
 import msgspec
 
 from operators import Limits
+from pipeline.formats import WIRE_FORMATS
 
 from ._chat_repair import ChatRepair
 from ._messages_repair import MessagesRepair, messages_error_body
@@ -48,10 +53,17 @@ class StreamFormat:
         return repair
 
 
-STREAM_FORMATS: tuple[StreamFormat, ...] = (
-    StreamFormat("chat", "/chat/completions", _chat, openai_error_body),
-    StreamFormat("messages", "/messages", _messages, messages_error_body),
-    StreamFormat("responses", "/responses", _responses, responses_error_body),
+_REPAIRS: dict[str, tuple[Any, ErrorBody]] = {
+    "chat": (_chat, openai_error_body),
+    "messages": (_messages, messages_error_body),
+    "responses": (_responses, responses_error_body),
+}
+
+if set(_REPAIRS) != set(WIRE_FORMATS):
+    raise ImportError(f"the sanitizer repairs {sorted(_REPAIRS)}, the registry has {sorted(WIRE_FORMATS)}")
+
+STREAM_FORMATS: tuple[StreamFormat, ...] = tuple(
+    StreamFormat(name, record.path, *_REPAIRS[name]) for name, record in WIRE_FORMATS.items()
 )
 
 

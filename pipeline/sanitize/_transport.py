@@ -34,9 +34,12 @@ from ._formats import StreamFormat, streamed_format
 from ._repair import error_response
 from ._sanitizer import Attempts
 
-__all__ = ["Mode", "SanitizingTransport"]
+__all__ = ["OBSERVER_EXTENSION", "Mode", "SanitizingTransport"]
 
 Mode = Literal["stream", "buffered"]
+OBSERVER_EXTENSION = "llm_stream_observer"
+"""A request extension: a callable given each attempt's ``StreamRepair`` (the proxy's report of the request reads its
+finish, failure and repairs)."""
 
 
 def _bearer(request: Any) -> str | None:
@@ -129,7 +132,11 @@ class SanitizingTransport(Transports):
         return found, _Attempt(self.retry, request, self._random)
 
     def _repair(self, found: StreamFormat, request: Any) -> Any:
-        return found.repair(limits=self.limits, api_key=_bearer(request), strict=self.strict)
+        repair = found.repair(limits=self.limits, api_key=_bearer(request), strict=self.strict)
+        observer = request.extensions.get(OBSERVER_EXTENSION)
+        if observer is not None:
+            observer(repair)
+        return repair
 
     def _answer(self, hx: Any, request: Any, found: StreamFormat, failure: Failure) -> Any:
         """A failure before any byte: the client's own ``ReadTimeout`` for a timeout, else an HTTP error."""

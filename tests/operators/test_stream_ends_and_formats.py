@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import MESSAGES_STREAMS, REAL_STREAMS, RESPONSES_STREAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,6 @@ from operators import (
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
 Json = dict[str, Any]
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 
 
 def sse(*payloads: Json | str) -> bytes:
@@ -202,9 +202,9 @@ def test_done_before_the_terminal_event_ends_a_responses_stream_there() -> None:
 # -- a stream of another format --------------------------------------------------------------------------------------
 
 STREAMS = {
-    "chat": sorted((SHARED / "sse" / "real").glob("*.sse"))[0],
-    "messages": SHARED / "messages" / "35-vercel-ai-programmatic-tool-call.sse",
-    "responses": SHARED / "responses" / "02-vercel-ai-reasoning-summary-function-call.sse",
+    "chat": sorted(REAL_STREAMS.glob("*.sse"))[0],
+    "messages": MESSAGES_STREAMS / "35-vercel-ai-programmatic-tool-call.sse",
+    "responses": RESPONSES_STREAMS / "02-vercel-ai-reasoning-summary-function-call.sse",
 }
 NAMES = {"chat": "a chat-completions stream", "messages": "a Messages", "responses": "a Responses stream"}
 
@@ -238,7 +238,7 @@ def test_a_done_after_the_formats_own_end_changes_nothing_whatever_the_split(fmt
     assert out == whole
 
 
-EVENT_STREAMS = sorted((SHARED / "messages").glob("*.sse")) + sorted((SHARED / "responses").glob("*.sse"))
+EVENT_STREAMS = sorted(MESSAGES_STREAMS.glob("*.sse")) + sorted(RESPONSES_STREAMS.glob("*.sse"))
 
 
 def _seen(out: list[Chunk]) -> list[Any]:
@@ -264,7 +264,7 @@ def test_done_anywhere_ends_the_stream_exactly_as_the_end_of_the_bytes_would(pat
     those bytes alone give (but for the words saying where the stream ended)."""
     if not path.exists():
         pytest.skip("no fixtures")
-    fmt = "messages" if path.parent.name == "messages" else "responses"
+    fmt = "messages" if path.parent == MESSAGES_STREAMS else "responses"
     data = path.read_bytes().replace(b"\r\n", b"\n")
     events = data.split(b"\n\n")
     cut = b"\n\n".join(events[: at % (len(events) + 1)])

@@ -22,6 +22,7 @@ from pipeline.formats import (
     responses_request,
     wire_format,
 )
+from pipeline.sanitize._formats import STREAM_FORMATS, streamed_format
 
 HISTORY = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
 WEATHER = {"type": "function", "function": {"name": "weather", "description": "d", "parameters": {"type": "object"}}}
@@ -64,6 +65,14 @@ def test_the_emulator_serves_each_of_its_formats_at_the_records_paths() -> None:
     for name, emulated in EMULATED.items():
         assert emulated.paths == (f"/v1{WIRE_FORMATS[name].path}", WIRE_FORMATS[name].path)
         assert emulated.title == WIRE_FORMATS[name].title
+
+
+def test_the_sanitizer_repairs_exactly_the_registered_formats_at_their_paths() -> None:
+    assert [repair.name for repair in STREAM_FORMATS] == list(WIRE_FORMATS)
+    for name, record in WIRE_FORMATS.items():
+        found = streamed_format("POST", f"/v1{record.path}", b'{"stream": true}')
+        assert found is not None
+        assert found.name == name
 
 
 def test_a_messages_request_carries_the_records_headers_and_the_key_twice() -> None:

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import PEER_FORMAT_STREAMS
 
 import pipeline
 from operators import detect_format
 from pipeline.cli import main
 
-REPO = Path(__file__).resolve().parents[3]
-FIXTURES = Path(os.environ.get("LLM_STREAM_PEER_FORMATS", REPO.parent / "shared/fixtures/peers-formats"))
+FIXTURES = PEER_FORMAT_STREAMS
 STREAMS = sorted(FIXTURES.glob("*/*.sse"))
 
 # file name -> (the finish our current rule gives, the decision that replaced the rule the expectation records)

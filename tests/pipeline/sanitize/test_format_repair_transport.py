@@ -22,12 +22,6 @@ MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
 KINDS = ("sync", "async")
 
 
-@pytest.fixture(scope="module")
-def emu() -> Iterator[Emulator]:
-    with Emulator() as emulator:
-        yield emulator
-
-
 def _http(kind: str) -> Any:
     client_class = httpx2.Client if kind == "sync" else httpx2.AsyncClient
     return client_class(transport=SanitizingTransport())
@@ -172,7 +166,7 @@ def test_openai_responses_cut_stream_raises_api_error(emu: Emulator, kind: str) 
 def proxy_url(emu: Emulator) -> Iterator[str]:
     from pipeline.sanitize import Proxy
 
-    with Proxy(emu.base_url) as proxy:
+    with Proxy(emu.base_url, forward_headers="x-emulator-*") as proxy:  # the profile header is not forwarded by default
         yield proxy.base_url
 
 

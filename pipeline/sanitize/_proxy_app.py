@@ -1,0 +1,169 @@
+"""The proxy as an ASGI app (``create_proxy_app``): its routes, its keys and its records.
+
+- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_proxy_forward.py``);
+- ``GET /health`` and ``/healthz``: liveness, ``{"status": "ok"}``, never touching the upstream;
+- ``GET /ready``: 200 while the proxy accepts work, 503 when it is draining (SIGTERM) or at its cap of requests in
+  flight;
+- ``GET /metrics``: the Prometheus text format (``_proxy_metrics.py``);
+- anything else: 404 with an OpenAI-shaped error.
+
+Every request ends with one access-log line (``llm_stream.proxy.access``); the metrics count the forwarded ones
+(``/v1/...``), not the probes and scrapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from operators import Code
+
+from .._logging import get_logger, register_secret
+from ._proxy_config import ProxyConfig
+from ._proxy_forward import Forwarder, Receive, Refused, Scope, Send, error_response
+from ._proxy_headers import Keys
+from ._proxy_log import Report, access_line
+from ._proxy_metrics import Metrics, Tracing
+from ._transport import SanitizingTransport
+
+__all__ = ["ACCESS_LOG", "ProxyApp", "create_proxy_app"]
+
+ACCESS_LOG = "proxy.access"
+"""The access log's logger, ``llm_stream.proxy.access`` (``run_proxy`` sends it to stderr)."""
+
+
+def _keys(config: ProxyConfig, environ: Mapping[str, str]) -> Keys:
+    def read(variable: str | None, flag: str) -> list[str]:
+        if variable is None:
+            return []
+        keys = [key.strip() for key in environ.get(variable, "").split(",") if key.strip()]
+        if not keys:
+            raise ValueError(f"{flag} names {variable}, which holds no key")
+        for key in keys:
+            register_secret(key)
+        return keys
+
+    upstream = read(config.upstream_key_env, "--upstream-key-env")
+    if len(upstream) > 1:
+        raise ValueError(f"--upstream-key-env names {config.upstream_key_env}, which holds more than one key")
+    return Keys(client=tuple(read(config.client_key_env, "--client-key-env")), upstream=next(iter(upstream), None))
+
+
+class ProxyApp:
+    """The ASGI app; ``config``, ``metrics`` and ``draining`` (set by the server on SIGTERM) are public."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.draining = False
+        base = httpx.URL(config.upstream.rstrip("/"))
+        inner = transport or _Pools()
+        self.transport = SanitizingTransport(inner, retry=config.policy(), limits=config.limits,
+                                             mode=config.mode)
+        self._forward = Forwarder(
+            config, _keys(config, os.environ if environ is None else environ), base, self.transport,
+            Tracing(base.host, base.port), on_in_flight=self.metrics.in_flight.set,
+        )
+        self._log = get_logger(ACCESS_LOG)
+
+    @property
+    def in_flight(self) -> int:
+        return self._forward.in_flight
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        if path.startswith("/v1/"):
+            await self._proxied(scope, receive, send)
+            return
+        report = Report(scope["method"], path)
+        if path in ("/health", "/healthz"):
+            report.status, body = 200, b'{"status":"ok"}'
+        elif path == "/ready":
+            ready = not self.draining and self.in_flight < self.config.max_streams
+            state = "ready" if ready else "draining" if self.draining else "full"
+            report.status, body = (200 if ready else 503), b'{"status":"%s"}' % state.encode()
+        elif path == "/metrics":
+            report.status, body = 200, generate_latest(self.metrics.registry)
+        else:
+            report.status = 404
+            report.bytes_out = await error_response(send, 404, Code.INVALID_REQUEST, "the proxy serves /v1/<path>, "
+                                                    "/health, /ready and /metrics")
+            self._access(report)
+            return
+        kind = CONTENT_TYPE_LATEST if path == "/metrics" else "application/json"
+        await send({"type": "http.response.start", "status": report.status,
+                    "headers": [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        report.bytes_out = len(body)
+        self._access(report)  # logged, not counted: the metrics count the requests the proxy forwards
+
+    def _access(self, report: Report) -> None:
+        if self.config.log_format != "off" and self._log.isEnabledFor(logging.INFO):
+            self._log.info("%s", access_line(report, self.config.log_format))
+
+    async def _proxied(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw: bytes = scope.get("raw_path") or scope["path"].encode()
+        report = Report(scope["method"], raw.decode("latin-1"))
+        try:
+            await self._forward(scope, receive, send, report)
+        except Refused as refused:
+            self.metrics.refused.labels(refused.reason).inc()
+            report.status = refused.status
+            report.finish = report.finish or refused.code
+            report.bytes_out += await error_response(send, refused.status, refused.code, str(refused),
+                                                     refused.headers)
+        finally:
+            report.settle()
+            if report.status == 0 and report.cut == "client":
+                report.status = 499  # the client closed the request before an answer (as nginx logs it)
+            self.metrics.record(report)
+            self._access(report)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+class _Pools(httpx.AsyncBaseTransport):
+    """The upstream's connections, in ``count`` pools taken in turn, none with a cap of its own.
+
+    No hidden cap: the pools take as many connections as there are requests in flight, which ``--max-streams``
+    bounds (and answers 503 past); httpx's default of 100 would queue the 101st request silently. Several pools, not
+    one: httpcore scans every connection of a pool twice per request, so one pool's CPU per request grows with the
+    requests in flight (decision 0047; ``benchmarks/proxy_concurrency.py``).
+    """
+
+    def __init__(self, count: int = 16) -> None:
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=8)
+        self._pools = [httpx.AsyncHTTPTransport(limits=limits) for _ in range(count)]
+        self._next = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self._next = (self._next + 1) % len(self._pools)
+        return await self._pools[self._next].handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
+
+
+def create_proxy_app(
+    upstream: str | ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None, **options: Any
+) -> ProxyApp:
+    """The proxy as an ASGI app forwarding ``/v1/*`` to the upstream: ``create_proxy_app(config)``, or
+    ``create_proxy_app("https://host/v1", max_streams=10, ...)`` with ``ProxyConfig``'s fields as keywords.
+    ``ValueError`` for a bad setting, or a key variable that holds no key."""
+    config = upstream if isinstance(upstream, ProxyConfig) else ProxyConfig(upstream=upstream, **options)
+    return ProxyApp(config, transport=transport)

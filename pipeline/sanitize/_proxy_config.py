@@ -1,0 +1,199 @@
+"""``ProxyConfig``: everything ``llm-stream proxy`` is configured with, one frozen value for the app
+(``create_proxy_app``), the server (``Proxy``, ``run_proxy``) and the command line, as ``EmulatorConfig`` is for the
+emulator. A plain value: usable without the ``proxy`` extra.
+
+Every field is also a flag (``--max-streams``) and an environment variable (``LLM_STREAM_PROXY_MAX_STREAMS``); a flag
+wins over the variable, the variable over the default (``ProxyConfig.from_env``). The keys themselves are never in the
+config: ``client_key_env`` and ``upstream_key_env`` name the variables that hold them, read when the app is made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+from operators import Limits, RetryPolicy
+
+from ._transport import Mode
+
+__all__ = ["LogFormat", "ProxyConfig"]
+
+LogFormat: TypeAlias = Literal["text", "json", "off"]
+MiB = 1024 * 1024
+
+
+def _upstream(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"upstream must be an http(s) URL such as https://api.example.com/v1, got {value!r}")
+
+
+def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
+
+
+def _non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+
+
+def _positive_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _one_of(*choices: str) -> Callable[[object, attrs.Attribute[str], str], None]:
+    def check(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"{attribute.name} must be one of {', '.join(choices)}; got {value!r}")
+
+    return check
+
+
+def _env_name(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and (not value or "=" in value or "\0" in value):
+        raise ValueError(f"{attribute.name} must name an environment variable, got {value!r}")
+
+
+def _names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    return tuple(sorted({item.strip().lower() for item in items if item.strip()}))
+
+
+def _limits(value: Limits | Mapping[str, int] | str | None) -> Limits:
+    """``Limits``, a mapping of its fields, or ``"max_text_bytes=1000000,max_tool_calls=64"``."""
+    if isinstance(value, Limits):
+        return value
+    if value is None:
+        return Limits()
+    if isinstance(value, str):
+        pairs: dict[str, int] = {}
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            name, sep, number = item.partition("=")
+            if not sep:
+                raise ValueError(f"limits are NAME=VALUE pairs separated by commas, got {item!r}")
+            try:
+                pairs[name.strip()] = int(number)
+            except ValueError:
+                raise ValueError(f"limit {name.strip()} must be an int, got {number.strip()!r}") from None
+        value = pairs
+    known = {field.name for field in attrs.fields(Limits)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ValueError(f"unknown limit {', '.join(unknown)}; the limits are {', '.join(sorted(known))}")
+    return Limits(**value)
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {text!r}") from None
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise ValueError(f"must be an integer, got {text!r}") from None
+
+
+def _help(parse: Callable[[str], Any], text: str) -> dict[str, Any]:
+    """A field that is a flag and a variable: how its text is read (``parse``) and its ``--help``."""
+    return {"parse": parse, "help": text}
+
+
+@attrs.frozen(kw_only=True)
+class ProxyConfig:
+    """The proxy's settings; see docs/proxy.md for each, with its flag and environment variable.
+
+    Every field but ``retry_policy`` is a flag (``--max-streams``) and a variable (``LLM_STREAM_PROXY_MAX_STREAMS``):
+    its ``metadata`` holds ``parse`` (text to value) and ``help``.
+    """
+
+    ENV_PREFIX: ClassVar[str] = "LLM_STREAM_PROXY_"
+
+    upstream: str = attrs.field(validator=_upstream, metadata=_help(str,
+        "the upstream base URL, e.g. https://api.deepseek.com/v1 (requests to /v1/<path> go to <upstream>/<path>)"))
+    host: str = attrs.field(default="127.0.0.1", metadata=_help(str,
+        "address to bind (default 127.0.0.1: loopback only)"))
+    port: int = attrs.field(default=8809, validator=_non_negative_int, metadata=_help(_integer,
+        "port (0 picks a free one; default 8809)"))
+    mode: Mode = attrs.field(default="stream", validator=_one_of("stream", "buffered"), metadata=_help(str,
+        "stream: forward clean bytes at once (default); buffered: hold each streamed response until its finish"))
+    retries: int = attrs.field(default=0, validator=_non_negative_int, metadata=_help(_integer,
+        "retries of a retryable failure before the client sees a byte (default 0: the client's own retries decide)"))
+    connect_timeout: float = attrs.field(default=10.0, validator=_positive, metadata=_help(_number,
+        "seconds to connect to the upstream (default 10)"))
+    idle_timeout: float = attrs.field(default=300.0, validator=_positive, metadata=_help(_number,
+        "seconds the upstream may send nothing before the request ends with 504 / TIMEOUT (default 300)"))
+    total_timeout: float = attrs.field(default=600.0, validator=_positive, metadata=_help(_number,
+        "seconds one request may take from its first byte to its last, retries included (default 600)"))
+    max_streams: int = attrs.field(default=512, validator=_positive_int, metadata=_help(_integer,
+        "requests in flight to the upstream at once; one more is answered 503 with Retry-After (default 512)"))
+    max_body_bytes: int = attrs.field(default=64 * MiB, validator=_positive_int, metadata=_help(_integer,
+        "largest request body accepted; a larger one is answered 413 (default 64 MiB)"))
+    header_timeout: float = attrs.field(default=10.0, validator=_positive, metadata=_help(_number,
+        "seconds a client has to send a request's headers, from its first byte or its connection (default 10)"))
+    client_idle_timeout: float = attrs.field(default=30.0, validator=_positive, metadata=_help(_number,
+        "seconds a client connection may stay idle between requests or while sending a body (default 30)"))
+    grace_period: float = attrs.field(default=25.0, validator=_positive, metadata=_help(_number,
+        "seconds streams in flight may take to finish after SIGTERM before they are cut (default 25)"))
+    log_format: LogFormat = attrs.field(default="text", validator=_one_of("text", "json", "off"), metadata=_help(str,
+        "the access log on stderr, one line per request: text (default), json, or off"))
+    client_key_env: str | None = attrs.field(default=None, validator=_env_name, metadata=_help(str,
+        "an environment variable holding the keys clients must present (comma-separated); others get 401"))
+    upstream_key_env: str | None = attrs.field(default=None, validator=_env_name, metadata=_help(str,
+        "an environment variable holding the key sent upstream; the client's key is then never forwarded"))
+    forward_headers: tuple[str, ...] = attrs.field(default=(), converter=_names, metadata=_help(str,
+        "more request headers to forward upstream, comma-separated (a trailing * matches a prefix)"))
+    limits: Limits = attrs.field(default=attrs.Factory(Limits), converter=_limits, metadata=_help(str,
+        "bounds of one streamed response, NAME=VALUE,... of pipeline Limits (e.g. max_text_bytes=1000000)"))
+
+    retry_policy: RetryPolicy | None = attrs.field(default=None, metadata={"flag": False})
+    """Python only: the sanitizing transport's whole policy, overriding ``retries`` (tests use a short backoff)."""
+
+    def policy(self) -> RetryPolicy | None:
+        """The sanitizing transport's retries: ``retry_policy``, else ``retries`` retries of the default codes, else
+        ``None``: none of its own, the client's retry loop governs (docs/decisions/0033-one-retry-layer.md)."""
+        if self.retry_policy is not None or self.retries == 0:
+            return self.retry_policy
+        return RetryPolicy.normal(max_retries=self.retries)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ProxyConfig:
+        """The config from ``LLM_STREAM_PROXY_*`` variables (default ``os.environ``), then ``overrides`` (keyword
+        arguments that are not ``None``: the flags given). ``ValueError`` names the variable of a bad value."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            if "parse" not in field.metadata:
+                if overrides.get(field.name) is not None:
+                    values[field.name] = overrides[field.name]
+                continue
+            override = overrides.get(field.name)
+            if override is not None:
+                values[field.name] = override
+                continue
+            name = cls.env_var(field.name)
+            text = environ.get(name)
+            if text is None or not text.strip():
+                continue
+            try:
+                values[field.name] = field.metadata["parse"](text.strip())
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if "upstream" not in values:
+            raise ValueError(f"the upstream is required: --upstream URL or {cls.env_var('upstream')}")
+        return cls(**values)
+
+    @classmethod
+    def env_var(cls, field: str) -> str:
+        """The variable of a field: ``LLM_STREAM_PROXY_<FIELD>``."""
+        return cls.ENV_PREFIX + field.upper()

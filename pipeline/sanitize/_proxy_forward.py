@@ -1,0 +1,222 @@
+"""One request to ``/v1/<path>``, forwarded (an ASGI handler over the sanitizing transport).
+
+In order, each step answering at once when it refuses (docs/proxy.md): the client's key (401, nothing goes
+upstream), the path (400 when it leaves the upstream's base path), the cap on requests in flight (503 with
+``Retry-After``), the body (413 past ``max_body_bytes``, told by ``Content-Length`` before a byte is read, else counted
+as it comes; 408 when the client stops sending it). Then the request goes upstream while a watcher waits for the
+client to hang up: a hang-up at any point, before the first byte too, cancels the upstream request, and so does the
+total deadline (504 before the response started; after it, the response is cut). Every request, refused or not,
+ends with one ``Report`` handed to ``on_done`` (access log, metrics, span).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import httpx
+
+from operators import Code, LlmStreamError
+from operators.extend import OWN_ERROR_TYPE
+
+from ._proxy_config import ProxyConfig
+from ._proxy_headers import Keys, OutsideBase, forwarded_headers, upstream_path
+from ._proxy_log import Report
+from ._proxy_metrics import Tracing
+from ._proxy_relay import UpstreamCut, relay
+from ._transport import OBSERVER_EXTENSION
+
+__all__ = ["Forwarder", "Refused", "error_response"]
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_RESPONSE_DROPPED = frozenset({
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+    "content-length",
+})
+
+
+class Refused(LlmStreamError):
+    """A request answered by the proxy itself, before (or instead of) the upstream."""
+
+    def __init__(self, status: int, code: str, message: str, *, reason: str, headers: tuple[tuple[str, str], ...] = ()):
+        super().__init__(message)
+        self.status, self.code, self.reason, self.headers = status, code, reason, headers
+
+
+class _ClientGone(LlmStreamError):
+    """The client hung up (while sending its body)."""
+
+
+async def error_response(send: Send, status: int, code: str, message: str, headers: tuple[tuple[str, str], ...] = ()
+                         ) -> int:
+    """An OpenAI-shaped error body with our code; returns its size."""
+    body = json.dumps({"error": {"message": message, "type": OWN_ERROR_TYPE, "code": code}}).encode()
+    out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    out += [(k.encode(), v.encode()) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+    return len(body)
+
+
+@attrs.define
+class Forwarder:
+    """What every forwarded request shares: the config, the keys, the upstream and the transport to it."""
+
+    config: ProxyConfig
+    keys: Keys
+    base: httpx.URL
+    transport: httpx.AsyncBaseTransport
+    tracing: Tracing
+    in_flight: int = 0
+    on_in_flight: Callable[[int], None] = lambda count: None
+
+    def _timeouts(self) -> dict[str, float]:
+        c = self.config
+        return {"connect": c.connect_timeout, "read": c.idle_timeout, "write": c.idle_timeout,
+                "pool": c.connect_timeout}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, report: Report) -> None:
+        raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+        relative = raw_path[len(b"/v1/"):]
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        if not self.keys.admits(headers):
+            raise Refused(401, Code.AUTH, "a key the proxy accepts is required (Authorization: Bearer <key>)",
+                          reason="unauthorized", headers=(("www-authenticate", "Bearer"),))
+        try:
+            path = upstream_path(self.base.path, relative)
+        except OutsideBase as exc:
+            raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="path") from None
+        if self.in_flight >= self.config.max_streams:
+            raise Refused(503, Code.SERVER, f"the proxy has {self.in_flight} requests in flight, its limit "
+                          "(--max-streams); retry shortly", reason="max_streams", headers=(("retry-after", "1"),))
+        self.in_flight += 1
+        self.on_in_flight(self.in_flight)
+        try:
+            await self._forward(scope, receive, send, report, path, headers)
+        finally:
+            self.in_flight -= 1
+            self.on_in_flight(self.in_flight)
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str,
+                       headers: list[tuple[bytes, bytes]]) -> None:
+        deadline = time.monotonic() + self.config.total_timeout
+        try:
+            body = await self._body(receive, headers, deadline)
+        except _ClientGone:
+            report.cut = "client"
+            return
+        query = scope.get("query_string") or b""
+        raw = path.encode("latin-1") + (b"?" + query if query else b"")
+        relative = path[len(self.base.path.rstrip("/")) + 1:]
+        out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers,
+                                        messages_api=relative.split("/", 1)[0] == "messages")
+        span = self.tracing.start(scope["method"], relative, body, out_headers)
+        request = httpx.Request(scope["method"], self.base.copy_with(raw_path=raw), headers=out_headers,
+                                content=body, extensions={"timeout": self._timeouts(),
+                                                          OBSERVER_EXTENSION: report.observe})
+        try:
+            await self._exchange(request, receive, send, report, deadline)
+        finally:
+            self.tracing.end(span, report)
+
+    async def _body(self, receive: Receive, headers: list[tuple[bytes, bytes]], deadline: float) -> bytes:
+        cap = self.config.max_body_bytes
+        for name, value in headers:
+            if name == b"content-length" and value.strip().isdigit() and int(value) > cap:
+                raise Refused(413, Code.LIMIT_EXCEEDED, f"the request body is {int(value)} bytes, over the proxy's "
+                              f"limit of {cap} (--max-body-bytes)", reason="body_too_large")
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            wait = min(self.config.client_idle_timeout, max(0.0, deadline - time.monotonic()))
+            try:
+                message = await asyncio.wait_for(receive(), wait)
+            except TimeoutError:
+                raise Refused(408, Code.TIMEOUT, "the client stopped sending its request body", reason="body_timeout"
+                              ) from None
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:
+                raise Refused(413, Code.LIMIT_EXCEEDED, f"the request body is over the proxy's limit of {cap} bytes "
+                              "(--max-body-bytes)", reason="body_too_large")
+            if chunk:
+                parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    async def _exchange(self, request: httpx.Request, receive: Receive, send: Send, report: Report,
+                        deadline: float) -> None:
+        progress = _Progress()
+        exchange = asyncio.ensure_future(self._send(request, send, report, progress))
+        watcher = asyncio.ensure_future(_hang_up(receive))
+        try:
+            done, _ = await asyncio.wait({exchange, watcher}, timeout=max(0.0, deadline - time.monotonic()),
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # this request itself cancelled (the grace period ran out): its upstream request too
+            exchange.cancel()
+            raise
+        finally:
+            watcher.cancel()
+        if exchange in done or progress.complete:  # a complete response also ends the watcher
+            await exchange
+            return
+        exchange.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await exchange
+        report.cut = "client" if watcher in done else "deadline"
+        if not progress.started and watcher not in done:
+            raise Refused(504, Code.TIMEOUT, f"the upstream {self.base.host} did not answer within the proxy's "
+                          f"total deadline of {self.config.total_timeout:g} s (--total-timeout)", reason="deadline")
+
+    async def _send(self, request: httpx.Request, send: Send, report: Report, progress: _Progress) -> None:
+        sent_at = time.perf_counter()
+        try:
+            response = await self.transport.handle_async_request(request)
+        except httpx.TimeoutException as exc:
+            raise Refused(504, Code.TIMEOUT, f"the upstream {self.base.host} did not answer in time: "
+                          f"{type(exc).__name__}", reason="upstream_timeout") from None
+        except httpx.HTTPError as exc:
+            raise Refused(502, Code.TRANSPORT, f"the upstream {self.base.host} is unreachable: "
+                          f"{type(exc).__name__}: {exc}", reason="upstream_unreachable") from None
+        report.ttfb_s = time.perf_counter() - sent_at
+        report.upstream_status = report.status = response.status_code
+        try:
+            named = {t.strip().lower() for t in response.headers.get("connection", "").split(",")}
+            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.multi_items()
+                       if k.lower() not in _RESPONSE_DROPPED and k.lower() not in named]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+            progress.started = True
+            try:
+                async for piece in relay(response):
+                    report.bytes_out += len(piece)
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+            except UpstreamCut:
+                report.cut = "upstream"  # the response is left without its end: the client sees it was cut
+                return
+            progress.complete = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+            report.upstream_s = time.perf_counter() - sent_at
+
+
+@attrs.define
+class _Progress:
+    started: bool = False
+    complete: bool = False
+
+
+async def _hang_up(receive: Receive) -> None:
+    """Returns when the client has gone (after the body, ``receive`` has nothing else to say)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

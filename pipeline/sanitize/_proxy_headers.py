@@ -1,0 +1,125 @@
+"""What of a client's request reaches the upstream: its path (normalised, never outside the upstream's base path),
+its query (as sent, none added), the headers on an allow-list, and the key (the client's, or the proxy's own).
+
+Forwarded (docs/proxy.md): ``content-type``, ``accept``, ``accept-encoding``, ``user-agent``, the APIs' own version,
+beta and idempotency headers (``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``,
+``anthropic-beta``, ``idempotency-key``), the W3C trace context (``traceparent``, ``tracestate``), the names the
+operator adds (``--forward-headers``), and the key as configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
+``via``, hop-by-hop headers (and any header ``Connection`` names), ``expect``, ``host``, ``content-length``.
+
+Keys: with ``client_keys`` a request must carry one of them (``Authorization: Bearer K`` or ``x-api-key: K``), and its
+key is never forwarded; with ``upstream_key`` that key goes upstream as ``x-api-key`` for the Messages API (a path
+ending in ``/messages``) and ``Authorization: Bearer`` for every other; with neither, the client's ``authorization``
+and ``x-api-key`` go upstream as they came.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from urllib.parse import unquote
+
+import attrs
+
+from operators import LlmStreamError
+
+__all__ = ["ALLOWED", "KEY_HEADERS", "Keys", "OutsideBase", "bearer", "forwarded_headers", "upstream_path"]
+
+ALLOWED = frozenset({
+    "content-type",
+    "accept",
+    "accept-encoding",
+    "user-agent",
+    "openai-organization",
+    "openai-project",
+    "openai-beta",
+    "anthropic-version",
+    "anthropic-beta",
+    "idempotency-key",
+    "traceparent",
+    "tracestate",
+})
+KEY_HEADERS = frozenset({"authorization", "x-api-key"})
+NEVER = frozenset({
+    "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+    "transfer-encoding", "upgrade", "expect", "host", "content-length", "cookie", "forwarded", "via",
+})
+"""Dropped whatever ``--forward-headers`` says (and so is every ``x-forwarded-*``)."""
+
+
+class OutsideBase(LlmStreamError, ValueError):
+    """The request's path leaves the upstream's base path (``/v1/%2e%2e/x``)."""
+
+
+def upstream_path(base_path: str, raw: bytes) -> str:
+    """``base_path`` + the client's path after ``/v1/``, dot segments resolved, each segment kept as the client
+    encoded it; ``OutsideBase`` when a ``..`` climbs above ``base_path``."""
+    segments: list[str] = []
+    for segment in raw.decode("latin-1").split("/"):
+        plain = unquote(segment)
+        if plain == ".":
+            continue
+        if plain == "..":
+            if not segments:
+                raise OutsideBase("the path leaves the upstream's base path")
+            segments.pop()
+            continue
+        if ".." in plain.replace("\\", "/").split("/"):  # an encoded slash is a segment boundary for some servers
+            raise OutsideBase("the path leaves the upstream's base path")
+        segments.append(segment)
+    return base_path.rstrip("/") + "/" + "/".join(segments)
+
+
+def bearer(value: str) -> str | None:
+    scheme, _, token = value.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+@attrs.frozen
+class Keys:
+    """The proxy's own keys: what clients must present (``client``) and what goes upstream (``upstream``)."""
+
+    client: tuple[str, ...] = ()
+    upstream: str | None = None
+
+    def admits(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        """A request carries one of the client keys (always, when there are none)."""
+        if not self.client:
+            return True
+        presented: list[str] = []
+        for name, value in headers:
+            if name == b"authorization":
+                presented.append(bearer(value.decode("latin-1")) or "")
+            elif name == b"x-api-key":
+                presented.append(value.decode("latin-1").strip())
+        # compare_digest against every key, so the time taken does not tell which key or prefix matched
+        matched = False
+        for candidate in presented:
+            for key in self.client:
+                matched |= hmac.compare_digest(candidate.encode(), key.encode())
+        return matched
+
+
+def _matches(name: str, extra: tuple[str, ...]) -> bool:
+    return any(name == item or (item.endswith("*") and name.startswith(item[:-1])) for item in extra)
+
+
+def forwarded_headers(
+    headers: Iterable[tuple[bytes, bytes]], *, keys: Keys, extra: tuple[str, ...], messages_api: bool
+) -> list[tuple[str, str]]:
+    """The headers sent upstream, from the client's (lower-cased names, as the ASGI server gives them)."""
+    pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
+    named = {token.strip().lower() for name, value in pairs if name == "connection" for token in value.split(",")}
+    forward_client_key = not keys.client and keys.upstream is None
+    out: list[tuple[str, str]] = []
+    for name, value in pairs:
+        if name in NEVER or name in named or name.startswith("x-forwarded-"):
+            continue
+        if name in KEY_HEADERS:
+            if forward_client_key:
+                out.append((name, value))
+        elif name in ALLOWED or _matches(name, extra):
+            out.append((name, value))
+    if keys.upstream is not None:
+        out.append(("x-api-key", keys.upstream) if messages_api else ("authorization", f"Bearer {keys.upstream}"))
+    return out
