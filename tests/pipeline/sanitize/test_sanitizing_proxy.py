@@ -166,8 +166,8 @@ def test_the_proxy_command_serves_until_interrupted(emu: Emulator) -> None:
         assert f"http://127.0.0.1:{port}/v1" in banner
         response = httpx.post(
             f"http://127.0.0.1:{port}/v1/chat/completions",
-            json={"model": "m", "messages": MESSAGES, "stream": True},
-            headers={"x-emulator-profile": "seed-bug"},
+            # the model names the profile: the proxy forwards an allow-list of headers, not x-emulator-profile
+            json={"model": "seed-bug", "messages": MESSAGES, "stream": True},
         )
         assert response.text.rstrip().endswith("data: [DONE]")
     finally:
