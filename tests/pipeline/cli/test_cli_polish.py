@@ -4,6 +4,8 @@ message, and Ctrl-C printing the partial summary (exit 130)."""
 
 from __future__ import annotations
 
+import array
+import fcntl
 import io
 import json
 import os
@@ -11,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -317,6 +320,17 @@ def test_ctrl_c_during_chat_prints_the_partial_summary_and_exits_130(emu: Emulat
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def _wait_until_read(fd: int, *, within_s: float = 60.0) -> None:
+    """Until the pipe behind ``fd`` holds no unread byte (FIONREAD on the writing end), or ``within_s`` passed."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        unread = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, unread)
+        if unread[0] == 0:
+            return
+        time.sleep(0.05)
+
+
 def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_130() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "replay", "-", "--assembled"],
@@ -325,7 +339,8 @@ def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_13
     assert process.stdin is not None
     process.stdin.write('data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n')
     process.stdin.flush()
-    time.sleep(1.0)  # let it read and translate the first event (not a speed assertion: only a head start)
+    _wait_until_read(process.stdin.fileno())  # the child has imported and read the event (slow on a loaded machine)
+    time.sleep(0.5)  # and translated it (not a speed assertion: only a head start)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
 
