@@ -37,6 +37,7 @@ from ._chunks import (
     ToolCallDelta,
     Usage,
     UsageChunk,
+    chunk_from_dict,
     chunk_from_json,
 )
 from ._classify_finish import classify_finish
@@ -90,6 +91,7 @@ __all__ = [
     "Usage",
     "UsageChunk",
     "accumulate_arguments",
+    "chunk_from_dict",
     "chunk_from_json",
     "classify_finish",
     "close_on_done",

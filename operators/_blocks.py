@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
-__all__ = ["Block", "ReasoningBlock", "TextBlock", "ToolCallBlock", "block_from_json", "non_empty_str"]
+__all__ = ["Block", "ReasoningBlock", "TextBlock", "ToolCallBlock", "block_from_dict", "non_empty_str"]
 
 Json: TypeAlias = dict[str, Any]
 
@@ -29,7 +29,7 @@ class TextBlock:
     text: str
     type: ClassVar[Literal["text"]] = "text"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "text", "text": self.text}
 
 
@@ -63,7 +63,7 @@ class ReasoningBlock:
         """Whether the block carries something the provider must get back unchanged."""
         return self.signature is not None or self.encrypted is not None or self.item_id is not None
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         out: Json = {"type": "reasoning", "text": self.text}
         for key in ("signature", "encrypted", "item_id"):
             value = getattr(self, key)
@@ -81,14 +81,14 @@ class ToolCallBlock:
     arguments: str
     type: ClassVar[Literal["tool-call"]] = "tool-call"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 Block: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock
 
 
-def block_from_json(data: Mapping[str, Any]) -> Block:
+def block_from_dict(data: Mapping[str, Any]) -> Block:
     kind = data.get("type")
     if kind == "text":
         return TextBlock(data["text"])

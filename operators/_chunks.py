@@ -1,6 +1,7 @@
 """The chunk protocol: the public output of the pipeline.
 
-Every chunk is a frozen attrs class with slots and a ``to_json()`` whose first key is ``type``:
+Every chunk is a frozen attrs class with slots, a ``to_dict()`` (a JSON-ready dict) whose first key is ``type``, and
+a ``to_json()`` (that dict as strict JSON text):
 
     block-start      {"type", "index", "block_type"}                  a block opens (indices 0, 1, 2, ... shared)
     text-delta       {"type", "index", "text"}                        visible text
@@ -14,18 +15,22 @@ Every chunk is a frozen attrs class with slots and a ``to_json()`` whose first k
     anomaly          {"type", "kind", "index", "detail"}              what a gateway did wrong (opt-in)
     retry            {"type", "attempt", "max_retries", "delay_ms", "failure"}  an attempt failed and is retried
 
-``chunk_from_json`` reads any of them back (the session log stores failed attempts as chunk records).
+``chunk_from_dict`` (a dict) and ``chunk_from_json`` (JSON text) read any of them back (the session log stores
+failed attempts as chunk records).
 """
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
-from ._blocks import Block, ReasoningBlock, TextBlock, ToolCallBlock, block_from_json, non_empty_str
+from ._blocks import Block, ReasoningBlock, TextBlock, ToolCallBlock, block_from_dict, non_empty_str
+from ._numbers import whole_ms
 
 __all__ = [
     "Anomaly",
@@ -46,6 +51,7 @@ __all__ = [
     "ToolCallDelta",
     "Usage",
     "UsageChunk",
+    "chunk_from_dict",
     "chunk_from_json",
 ]
 
@@ -53,6 +59,19 @@ BlockType: TypeAlias = Literal["text", "reasoning", "tool-call"]
 FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
 
 Json: TypeAlias = dict[str, Any]
+
+
+class JsonText:
+    """What every chunk shares: ``to_json()``, its ``to_dict()`` as strict JSON text (one line, UTF-8 kept)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> Json:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        """``to_dict()`` as strict JSON text, as ``llm-stream replay --json`` prints it."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)
 
 
 def _plain_code(value: object) -> object:
@@ -67,10 +86,15 @@ class Failure:
     code: str = attrs.field(converter=_plain_code, validator=non_empty_str)
     message: str
     status: int | None = None
-    retry_after_ms: float | None = None
+    retry_after_ms: int | None = attrs.field(default=None, converter=whole_ms)
+    """The provider's wait (``retry-after-ms``, else ``Retry-After``) in whole milliseconds, rounded up."""
     request_id: str | None = None
+    should_retry: bool | None = None
+    """The provider's own say (``x-should-retry: true`` / ``false``), which overrides the code's retryability in
+    ``RetryPolicy.normal`` as the openai SDK does; None when it said nothing."""
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
+        """The failure as a JSON-ready dict (the fields that are set)."""
         out: Json = {"code": self.code, "message": self.message}
         if self.status is not None:
             out["status"] = self.status
@@ -78,16 +102,19 @@ class Failure:
             out["retry_after_ms"] = self.retry_after_ms
         if self.request_id is not None:
             out["request_id"] = self.request_id
+        if self.should_retry is not None:
+            out["should_retry"] = self.should_retry
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Failure:
+    def from_dict(cls, data: Mapping[str, Any]) -> Failure:
         return cls(
             code=data["code"],
             message=data["message"],
             status=data.get("status"),
             retry_after_ms=data.get("retry_after_ms"),
             request_id=data.get("request_id"),
+            should_retry=data.get("should_retry"),
         )
 
 
@@ -110,10 +137,10 @@ class FinishReason:
     def code(self) -> str | None:
         return self.failure.code if self.failure is not None else None
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         out: Json = {"kind": self.kind}
         if self.failure is not None:
-            out["failure"] = self.failure.to_json()
+            out["failure"] = self.failure.to_dict()
         return out
 
     @classmethod
@@ -138,7 +165,7 @@ class Usage:
     cache_write_tokens: int | float | None = None
     reasoning_tokens: int | float | None = None
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         out: Json = {}
         for key in _USAGE_KEYS:
             value = getattr(self, key)
@@ -167,7 +194,7 @@ class Usage:
         )
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
         return cls(
             input_tokens=data.get("input_tokens"),
             output_tokens=data.get("output_tokens"),
@@ -185,37 +212,37 @@ class Usage:
 
 
 @attrs.frozen
-class BlockStart:
+class BlockStart(JsonText):
     index: int
     block_type: BlockType
     type: ClassVar[str] = "block-start"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "block-start", "index": self.index, "block_type": self.block_type}
 
 
 @attrs.frozen
-class TextDelta:
+class TextDelta(JsonText):
     index: int
     text: str
     type: ClassVar[str] = "text-delta"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "text-delta", "index": self.index, "text": self.text}
 
 
 @attrs.frozen
-class ReasoningDelta:
+class ReasoningDelta(JsonText):
     index: int
     text: str
     type: ClassVar[str] = "reasoning-delta"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "reasoning-delta", "index": self.index, "text": self.text}
 
 
 @attrs.frozen
-class ToolCallDelta:
+class ToolCallDelta(JsonText):
     """One fragment of a tool call: ``id`` is ``""`` until known, ``name`` is None until known."""
 
     index: int
@@ -224,7 +251,7 @@ class ToolCallDelta:
     arguments_delta: str
     type: ClassVar[str] = "tool-call-delta"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         out: Json = {"type": "tool-call-delta", "index": self.index, "id": self.id}
         if self.name is not None:
             out["name"] = self.name
@@ -233,35 +260,35 @@ class ToolCallDelta:
 
 
 @attrs.frozen
-class BlockEnd:
+class BlockEnd(JsonText):
     index: int
     block: Block
     type: ClassVar[str] = "block-end"
 
-    def to_json(self) -> Json:
-        return {"type": "block-end", "index": self.index, "block": self.block.to_json()}
+    def to_dict(self) -> Json:
+        return {"type": "block-end", "index": self.index, "block": self.block.to_dict()}
 
 
 @attrs.frozen
-class UsageChunk:
+class UsageChunk(JsonText):
     usage: Usage
     type: ClassVar[str] = "usage"
 
-    def to_json(self) -> Json:
-        return {"type": "usage", "usage": self.usage.to_json()}
+    def to_dict(self) -> Json:
+        return {"type": "usage", "usage": self.usage.to_dict()}
 
 
 @attrs.frozen
-class Finish:
+class Finish(JsonText):
     reason: FinishReason
     type: ClassVar[str] = "finish"
 
-    def to_json(self) -> Json:
-        return {"type": "finish", "reason": self.reason.to_json()}
+    def to_dict(self) -> Json:
+        return {"type": "finish", "reason": self.reason.to_dict()}
 
 
 @attrs.frozen
-class Anomaly:
+class Anomaly(JsonText):
     """What a gateway did wrong, and what was done about it. Emitted only when asked for."""
 
     kind: str
@@ -269,12 +296,12 @@ class Anomaly:
     detail: str
     type: ClassVar[str] = "anomaly"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {"type": "anomaly", "kind": self.kind, "index": self.index, "detail": self.detail}
 
 
 @attrs.frozen
-class Retry:
+class Retry(JsonText):
     """An attempt ended in a retryable failure; the request is sent again after ``delay_ms``."""
 
     attempt: int
@@ -283,13 +310,13 @@ class Retry:
     failure: Failure
     type: ClassVar[str] = "retry"
 
-    def to_json(self) -> Json:
+    def to_dict(self) -> Json:
         return {
             "type": "retry",
             "attempt": self.attempt,
             "max_retries": self.max_retries,
             "delay_ms": self.delay_ms,
-            "failure": self.failure.to_json(),
+            "failure": self.failure.to_dict(),
         }
 
 
@@ -309,8 +336,8 @@ CHUNK_TYPES: tuple[type, ...] = (
 )
 
 
-def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
-    """Reads back what ``to_json()`` wrote. Raises ``ValueError`` for anything else."""
+def chunk_from_dict(data: Mapping[str, Any]) -> Chunk:
+    """Reads back what ``to_dict()`` wrote. Raises ``ValueError`` for anything else."""
     try:
         kind = data["type"]
         if kind == "block-start":
@@ -323,17 +350,29 @@ def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
             # a record may leave out an id that was not known yet (the session log stores no empty ids)
             return ToolCallDelta(data["index"], data.get("id", ""), data.get("name"), data["arguments_delta"])
         if kind == "block-end":
-            return BlockEnd(data["index"], block_from_json(data["block"]))
+            return BlockEnd(data["index"], block_from_dict(data["block"]))
         if kind == "usage":
-            return UsageChunk(Usage.from_json(data["usage"]))
+            return UsageChunk(Usage.from_dict(data["usage"]))
         if kind == "finish":
             reason = data["reason"]
             failure = reason.get("failure")
-            return Finish(FinishReason(reason["kind"], Failure.from_json(failure) if failure else None))
+            return Finish(FinishReason(reason["kind"], Failure.from_dict(failure) if failure else None))
         if kind == "anomaly":
             return Anomaly(data["kind"], data.get("index"), data["detail"])
         if kind == "retry":
-            return Retry(data["attempt"], data.get("max_retries"), data["delay_ms"], Failure.from_json(data["failure"]))
+            return Retry(data["attempt"], data.get("max_retries"), data["delay_ms"], Failure.from_dict(data["failure"]))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a chunk: {dict(data)!r} ({exc})") from exc
     raise ValueError(f"unknown chunk type {kind!r}")
+
+
+def chunk_from_json(text: str | bytes) -> Chunk:
+    """Reads back what ``to_json()`` wrote. Raises ``ValueError`` for anything else. (Before 0.2 this name took the
+    dict, which still works with a ``DeprecationWarning``: use ``chunk_from_dict`` for a dict.)"""
+    if isinstance(text, Mapping):
+        warnings.warn("chunk_from_json(dict) is deprecated: use chunk_from_dict", DeprecationWarning, stacklevel=2)
+        return chunk_from_dict(text)
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"not a chunk: {data!r:.80}")
+    return chunk_from_dict(data)

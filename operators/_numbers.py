@@ -8,7 +8,7 @@ import math
 from decimal import Decimal
 from typing import Final, TypeGuard
 
-__all__ = ["MAX_SAFE_INTEGER", "is_json_number", "js_number"]
+__all__ = ["MAX_SAFE_INTEGER", "is_json_number", "js_number", "whole_ms"]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """The largest integer a JSON number holds exactly (``Number.MAX_SAFE_INTEGER`` in JavaScript)."""
@@ -20,6 +20,21 @@ def is_json_number(value: object, *, finite: bool = False) -> TypeGuard[int | fl
     if not isinstance(value, int | float) or isinstance(value, bool):
         return False
     return not finite or math.isfinite(value)
+
+
+def whole_ms(value: object) -> int | None:
+    """A delay as whole milliseconds: an ``int`` as it is, a finite ``float`` rounded up (a wait is never cut
+    short), at most ``MAX_SAFE_INTEGER``; ``None``, NaN and the infinities give ``None``. ``TypeError`` for anything
+    that is not a JSON number (a ``bool`` included)."""
+    if value is None:
+        return None
+    if not is_json_number(value):
+        raise TypeError(f"a delay in milliseconds must be a number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        return None
+    return min(math.ceil(value), MAX_SAFE_INTEGER)
 
 
 def js_number(value: float) -> str:

@@ -41,7 +41,8 @@ Decisions callers rely on:
   context-overflow wording, so a gateway answering ``429 "You exceeded your current quota"`` in plain
   text is not retried as a rate limit. That text never becomes the message.
 - Only string fields make up the searched detail: an OpenRouter ``"code": 400`` adds nothing to it.
-- ``Retry-After`` and the request id are read here too, so one call gives the whole ``Failure``.
+- ``retry-after-ms`` / ``Retry-After``, ``x-should-retry`` and the request id are read here too, so one call gives
+  the whole ``Failure``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from datetime import UTC
 
 from ._chunks import Failure
 from ._codes import Code, http_status_code
+from ._numbers import whole_ms
 
 __all__ = [
     "CONTEXT_OVERFLOW_WORDING",
@@ -65,7 +67,10 @@ __all__ = [
     "classify_http_error",
     "classify_inband_error",
     "parse_retry_after",
+    "parse_retry_after_ms",
+    "parse_should_retry",
     "request_id_from",
+    "retry_after_from",
 ]
 
 MAX_MESSAGE_CHARS = 499
@@ -120,15 +125,30 @@ _DIGITS = re.compile(r"[0-9]+")
 _DECIMAL_SECONDS = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+")
 
 
-def _positive_finite(value: float) -> float | None:
-    return value if math.isfinite(value) and value > 0 else None
+def _positive_finite(value: float) -> int | None:
+    return whole_ms(value) if math.isfinite(value) and value > 0 else None
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """A ``Retry-After`` header value as milliseconds to wait, or None when it gives no usable delay.
+def parse_retry_after_ms(value: str | None) -> int | None:
+    """A ``retry-after-ms`` header value (milliseconds, as the openai SDK reads it first) as whole milliseconds to
+    wait, rounded up: ``"250"`` -> ``250``, ``"1.5"`` -> ``2``; None when it gives no positive finite delay."""
+    text = (value or "").strip()
+    if _DIGITS.fullmatch(text) or _DECIMAL_SECONDS.fullmatch(text):
+        return _positive_finite(float(text))
+    return None
 
-    - all digits: seconds, ``"2"`` -> ``2000.0`` (``"0"`` -> None: no delay);
-    - decimal seconds: ``"1.5"`` -> ``1500.0``;
+
+def parse_should_retry(value: str | None) -> bool | None:
+    """The ``x-should-retry`` header as the openai SDK reads it: exactly ``"true"`` or ``"false"``, else None."""
+    return {"true": True, "false": False}.get((value or "").strip())
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> int | None:
+    """A ``Retry-After`` header value as whole milliseconds to wait (rounded up), or None when it gives no usable
+    delay.
+
+    - all digits: seconds, ``"2"`` -> ``2000`` (``"0"`` -> None: no delay);
+    - decimal seconds: ``"1.5"`` -> ``1500``;
     - otherwise an HTTP date (``"Wed, 21 Oct 2015 07:28:00 GMT"``) minus ``now`` (seconds since the epoch,
       ``time.time()`` when None), kept only if finite and in the future;
     - anything else (``"soon"``, ``"-5"``, ``""``): None.
@@ -227,7 +247,8 @@ def classify_http_error(
 ) -> Failure:
     """A non-2xx response as a ``Failure``: the code of the first matching rule, the provider's message.
 
-    ``status``, ``retry_after_ms`` (from ``Retry-After``) and ``request_id`` are carried. The message never
+    ``status``, ``retry_after_ms`` (from ``retry-after-ms``, else ``Retry-After``), ``request_id`` and
+    ``should_retry`` (``x-should-retry``) are carried. The message never
     contains ``api_key`` (replaced by ``[redacted]``) and is shorter than 500 characters. The module
     docstring lists the rules and says what happens with a body that is not JSON.
     """
@@ -258,9 +279,17 @@ def classify_http_error(
         code=code,
         message=_redacted(message or f"API error (HTTP {status})", api_key),
         status=status,
-        retry_after_ms=parse_retry_after(_header(facts, "retry-after")),
+        retry_after_ms=retry_after_from(facts),
         request_id=request_id_from(facts),
+        should_retry=parse_should_retry(_header(facts, "x-should-retry")),
     )
+
+
+def retry_after_from(headers: Mapping[str, str]) -> int | None:
+    """The provider's wait in whole milliseconds: ``retry-after-ms`` first, then ``Retry-After`` (the openai SDK's
+    order)."""
+    after_ms = parse_retry_after_ms(_header(headers, "retry-after-ms"))
+    return after_ms if after_ms is not None else parse_retry_after(_header(headers, "retry-after"))
 
 
 # -- in-band errors ------------------------------------------------------------------------------------------

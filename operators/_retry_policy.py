@@ -224,11 +224,14 @@ class RetryPolicy:
     # -- the decisions ------------------------------------------------------------------------------------
 
     def is_retryable(self, failure: Failure) -> bool:
-        """Whether the failure's code is retried at all. A cancellation (``ABORTED``) never is."""
+        """Whether the failure is retried at all. A cancellation (``ABORTED``) never is; in normal mode the
+        provider's own say (``x-should-retry``, ``failure.should_retry``) wins over the code, as in the openai SDK."""
         if failure.code == Code.ABORTED:
             return False
         if self.mode == "always":
             return True
+        if failure.should_retry is not None:
+            return failure.should_retry
         return failure.code in (self.retryable_codes or ())
 
     def allows(self, retry: int) -> bool:

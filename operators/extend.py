@@ -15,7 +15,8 @@ operator *among* the rules, where the Observable carries ``Batch[Signal]`` (deci
   (``Signal`` is their union; ``Rule`` the type of a rule operator). Pass on what you do not understand.
 
 A byte source (a custom transport) raises ``StreamFailure(failure)`` through ``on_error`` to end the response with a
-classified error finish; ``classify_http_error``, ``parse_retry_after`` and ``request_id_from`` classify an HTTP error.
+classified error finish; ``classify_http_error``, ``parse_retry_after``, ``retry_after_from`` and
+``request_id_from`` classify an HTTP error.
 """
 
 from ._block_texts import BlockTexts
@@ -31,6 +32,7 @@ from ._provider_errors import (
     classify_inband_error,
     parse_retry_after,
     request_id_from,
+    retry_after_from,
 )
 from ._signals import (
     Done,
@@ -79,6 +81,7 @@ __all__ = [
     "map_items",
     "parse_retry_after",
     "request_id_from",
+    "retry_after_from",
     "stage_operator",
     "subscribing_stages",
 ]

@@ -62,6 +62,10 @@ from .session import (
 
 _logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 
+__version__ = "0.2.0"
+"""The package's one version: the distribution's metadata reads it (pyproject ``dynamic``), CHANGELOG.md's newest
+entry names it (tests/test_packaging.py)."""
+
 __all__ = [
     "Assembler",
     "AssistantMessage",

@@ -12,14 +12,14 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from operators.wire import MAX_SAFE_INTEGER, is_json_number
 
-__all__ = ["MAX_SAFE_INTEGER", "SupportsToJson", "clip", "dumps", "is_json_number", "json_default", "loads"]
+__all__ = ["MAX_SAFE_INTEGER", "SupportsToDict", "clip", "dumps", "is_json_number", "json_default", "loads"]
 
 
 @runtime_checkable
-class SupportsToJson(Protocol):
+class SupportsToDict(Protocol):
     """A protocol value (``TextBlock``, ``ToolCallBlock``, ``Usage``, ``FinishReason``, ``Failure``, a chunk)."""
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -27,10 +27,10 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def json_default(value: object) -> Any:
-    """``json.dumps``'s ``default``: a protocol value by its ``to_json()``, a mapping as a dict; anything else is a
+    """``json.dumps``'s ``default``: a protocol value by its ``to_dict()``, a mapping as a dict; anything else is a
     ``TypeError`` naming its type."""
-    if isinstance(value, SupportsToJson):
-        return value.to_json()
+    if isinstance(value, SupportsToDict):
+        return value.to_dict()
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")

@@ -185,7 +185,7 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> logging.Handler 
 def _failure_text(failure: Failure) -> str:
     details = [f"status {failure.status}"] if failure.status is not None else []
     if failure.retry_after_ms is not None:
-        details.append(f"Retry-After {failure.retry_after_ms:.0f} ms")
+        details.append(f"Retry-After {failure.retry_after_ms} ms")
     if failure.request_id is not None:
         details.append(f"request id {failure.request_id}")
     where = f" ({', '.join(details)})" if details else ""

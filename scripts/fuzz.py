@@ -9,7 +9,7 @@ of any byte moves them). The oracle (``check_translate``/``check_parse_sse``): n
 the same for the unsplit bytes, for the drawn split and (inputs up to 2 KiB) for one byte per read; and for
 ``translate`` (format detected) and ``messages`` / ``responses`` (format given) exactly one finish and it is last,
 block-start before deltas before block-end, no block-end for a tool call without an id and a name, no two tool-call
-block-ends sharing an id, every chunk's ``to_json()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
+block-ends sharing an id, every chunk's ``to_dict()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
 against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
 invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
@@ -153,9 +153,9 @@ def check_chunks(out: list[Chunk]) -> None:
     ensure(first_end is None or first_end > last_delta, "block-ends only after all deltas")
     for chunk in out:
         try:
-            json.dumps(chunk.to_json(), allow_nan=False)
+            json.dumps(chunk.to_dict(), allow_nan=False)
         except ValueError as error:
-            raise OracleFailure(f"{type(chunk).__name__}.to_json() is not strict JSON: {error}") from error
+            raise OracleFailure(f"{type(chunk).__name__}.to_dict() is not strict JSON: {error}") from error
 
 
 def check_translate(data: bytes, format: Any = None) -> None:

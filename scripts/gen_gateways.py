@@ -270,7 +270,7 @@ def stream_facts(path: Path, providers: dict[str, str] | None = None) -> StreamF
     if isinstance(finish, Finish):
         produced = f"`{finish.reason.kind}`" + (f" `{finish.reason.code}`" if finish.reason.code else "")
 
-    usages = [json.dumps(chunk.usage.to_json()) for chunk in chunks if isinstance(chunk, UsageChunk)]
+    usages = [json.dumps(chunk.usage.to_dict()) for chunk in chunks if isinstance(chunk, UsageChunk)]
     harness_done = source.get("repo") == "vercel/ai"
     notes = tuple(str(note) for note in expected.get("anomalies") or ())
     return StreamFacts(

@@ -2,7 +2,7 @@
 
     sse(F, delta(content="Hel"), finish("stop"), usage(5, 2))   -> bytes ending with data: [DONE]
     tool(0, id="call_1", name="Glob", arguments="")            -> one tool_calls entry
-    run(sse(...))                                               -> [chunk.to_json(), ...]
+    run(sse(...))                                               -> [chunk.to_dict(), ...]
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def chunks(data: bytes, *, anomalies: bool = False) -> list[Chunk]:
 
 def run(data: bytes, *, anomalies: bool = False) -> list[Json]:
     """The pipeline's output as JSON dicts."""
-    return [c.to_json() for c in pipeline.collect(data, anomalies=anomalies)]
+    return [c.to_dict() for c in pipeline.collect(data, anomalies=anomalies)]
 
 
 def of_type(out: list[Json], kind: str) -> list[Json]:

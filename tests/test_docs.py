@@ -14,6 +14,7 @@ Fix a failure by running the script named in the message, and commit the regener
 from __future__ import annotations
 
 import ast
+import json
 import pydoc
 import re
 from pathlib import Path
@@ -119,3 +120,26 @@ def test_gateways_page_matches_the_corpus() -> None:
     diff = gen_gateways.check(fixtures, DOCS / "gateways.md")
 
     assert not diff, "docs/gateways.md is out of date: run python scripts/gen_gateways.py\n" + "\n".join(diff[:80])
+
+
+NOTEBOOKS = sorted((DOCS.parent / "notebooks").glob("*.ipynb"))
+MACHINE_PATHS = ("/work/", "/home/", "/root/", "/Users/", "/tmp/", "C:\\")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_a_notebook_is_committed_with_its_outputs_and_no_machine_path(notebook: Path) -> None:
+    cells = [cell for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "code"]
+    ran = [cell.get("execution_count") is not None for cell in cells if "".join(cell["source"]).strip()]
+    hint = f"{notebook.name} is committed unexecuted: run jupyter nbconvert --execute --to notebook --inplace"
+    assert all(ran), hint
+    assert any(cell.get("outputs") for cell in cells), hint
+    outputs = json.dumps([cell["outputs"] for cell in cells])
+    assert not [path for path in MACHINE_PATHS if path in outputs]
+
+
+def test_the_docs_site_lists_the_notebooks_and_the_changelog() -> None:
+    assert (DOCS / "notebooks").resolve() == (DOCS.parent / "notebooks").resolve()
+    assert (DOCS / "changelog.md").read_text(encoding="utf-8").strip() == '--8<-- "CHANGELOG.md"'
+    config = (DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "strict: true" in config
+    assert all(name in config for name in ("mkdocstrings", "mkdocs-jupyter", "execute: false"))

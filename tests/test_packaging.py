@@ -1,4 +1,6 @@
-"""The wheel builds from the local tree without a deprecation warning, and carries its package data.
+"""The wheel and the sdist build from the local tree without a deprecation warning; the wheel carries its package
+data and metadata (one version, the changelog's newest; Project-URLs; the three formats in the summary); the sdist
+holds no part of the test suite; the README's editable install leaves the packages visible to mypy from elsewhere.
 
 The tree is copied to a temporary directory first (a build writes ``build/`` and ``*.egg-info`` beside the sources).
 When the running environment already has the build requirement (``setuptools>=77``), the build is fully offline:
@@ -9,14 +11,20 @@ fetches setuptools from the configured index (the only case that needs one).
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
+
+import pipeline
 
 ROOT = Path(__file__).parents[1]
 BUILD_REQUIREMENT = (77, 0)
@@ -38,7 +46,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("operators", "pipeline"):
         shutil.copytree(ROOT / name, tree / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    shutil.copytree(ROOT / "tests", tree / "tests", ignore=ignore)  # so that the sdist has a suite to leave out
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in"):
         shutil.copy2(ROOT / name, tree / name)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-v", "-w", str(out), str(tree)]
     if _setuptools_version() >= BUILD_REQUIREMENT:
@@ -48,6 +57,27 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     assert done.returncode == 0, output
     (wheel,) = out.glob("llm_stream_pipeline-*.whl")
     return output, wheel
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory, built: tuple[str, Path]) -> list[str]:
+    """The member names of the sdist, built from the same copied tree with setuptools' PEP 517 hook."""
+    tree = built[1].parents[1] / "tree"
+    out = tmp_path_factory.mktemp("sdist")
+    code = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out)], cwd=tree, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (archive,) = out.glob("llm_stream_pipeline-*.tar.gz")
+    with tarfile.open(archive) as members:
+        return [name.partition("/")[2] for name in members.getnames()]
+
+
+def _metadata(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return archive.read(metadata_name).decode().splitlines()
 
 
 def test_the_wheel_builds_without_a_deprecation_warning(built: tuple[str, Path]) -> None:
@@ -65,15 +95,97 @@ def test_the_wheel_carries_py_typed_and_the_bundled_examples(built: tuple[str, P
 
 
 def test_the_wheel_metadata_states_the_license_the_pythons_and_the_systems(built: tuple[str, Path]) -> None:
-    _, wheel = built
-    with zipfile.ZipFile(wheel) as archive:
-        (metadata_name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
-        metadata = archive.read(metadata_name).decode()
-    assert "License-Expression: MIT" in metadata.splitlines()
-    assert "Requires-Python: >=3.11" in metadata.splitlines()
-    lines = metadata.splitlines()
+    lines = _metadata(built[1])
+    assert "License-Expression: MIT" in lines
+    assert "Requires-Python: >=3.11" in lines
     classifiers = {line.removeprefix("Classifier: ") for line in lines if line.startswith("Classifier:")}
-    assert {f"Programming Language :: Python :: 3.{minor}" for minor in (11, 12)} <= classifiers
-    assert "Programming Language :: Python :: 3.13" not in classifiers  # not claimed before a run on 3.13
+    # 3.11 in CI; 3.12 and 3.13: the whole suite passed on them (CHANGELOG 0.2.0). 3.14 is not claimed.
+    assert {f"Programming Language :: Python :: 3.{minor}" for minor in (11, 12, 13)} <= classifiers
+    assert "Programming Language :: Python :: 3.14" not in classifiers
     assert "Operating System :: POSIX :: Linux" in classifiers
     assert "Typing :: Typed" in classifiers
+
+
+def test_the_version_has_one_source_which_the_changelog_names(built: tuple[str, Path]) -> None:
+    version = next(line.removeprefix("Version: ") for line in _metadata(built[1]) if line.startswith("Version: "))
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+[^\]]*)\]", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert newest is not None, "CHANGELOG.md has no released version heading (## [X.Y.Z] - date)"
+    assert version == pipeline.__version__ == newest.group(1)
+    assert built[1].name.startswith(f"llm_stream_pipeline-{pipeline.__version__}-")
+
+
+def test_the_installed_distribution_reports_the_same_version() -> None:
+    try:
+        installed = importlib.metadata.version("llm-stream-pipeline")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("run from a source tree that was never installed")
+    assert installed == pipeline.__version__, "a stale install: run the README's pip install -e again"
+
+
+def test_the_metadata_has_project_urls_keywords_and_names_the_three_formats(built: tuple[str, Path]) -> None:
+    lines = _metadata(built[1])
+    urls = {line.removeprefix("Project-URL: ").partition(", ")[0] for line in lines if line.startswith("Project-URL:")}
+    assert {"Homepage", "Documentation", "Repository", "Issues", "Changelog"} <= urls
+    summary = next(line.removeprefix("Summary: ") for line in lines if line.startswith("Summary: "))
+    assert all(name in summary for name in ("chat completions", "Messages API", "Responses API"))
+    keywords = next(line.removeprefix("Keywords: ") for line in lines if line.startswith("Keywords: "))
+    assert {"llm", "sse", "openai", "anthropic"} <= set(keywords.split(","))
+
+
+def test_the_sdist_holds_no_part_of_the_test_suite(sdist: list[str]) -> None:
+    assert not [name for name in sdist if name.startswith("tests/")]
+    assert {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "pipeline/py.typed", "operators/py.typed"} <= set(
+        sdist
+    )
+
+
+def _readme_editable_options() -> list[str]:
+    """The options the README's set-up command gives ``pip install -e``."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"pip install -e '\.\[[a-z,]+\]'((?: --[a-z-]+ [^\s&]+)*)", readme)
+    assert match is not None, "the README has no `pip install -e '.[...]'` set-up command"
+    return shlex.split(match.group(1))
+
+
+def test_the_readme_and_ci_install_editable_the_same_way() -> None:
+    options = _readme_editable_options()
+    assert options, "the README's editable install names no editable mode"
+    assert " ".join(options) in (ROOT / ".ci/run").read_text(encoding="utf-8")
+
+
+def test_the_readmes_editable_install_is_visible_to_mypy_from_any_folder(tmp_path: Path) -> None:
+    """A fresh environment (without pip's own copy: the running one's packages through a .pth file), the project
+    installed as the README says, then ``mypy --strict`` on a file outside the checkout that imports the packages."""
+    tree = tmp_path / "tree"
+    for name in ("operators", "pipeline"):
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, tree / name)
+    env_dir = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+    python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    Path(site, "running-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    install = [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation", "-q", "-e"]
+    done = subprocess.run(
+        [*install, str(tree), *_readme_editable_options()], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "app.py").write_text(
+        "import pipeline\nfrom operators import Chunk\n\n"
+        "def count(chunks: list[Chunk]) -> int:\n    return len(chunks)\n\n"
+        "print(count(pipeline.collect(pipeline.example_path().read_bytes())), pipeline.__version__)\n",
+        encoding="utf-8",
+    )
+    checked = subprocess.run(
+        [str(python), "-m", "mypy", "--strict", "--no-incremental", "app.py"],
+        cwd=elsewhere, capture_output=True, text=True, check=False, timeout=600,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    ran = subprocess.run([str(python), "app.py"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert ran.stdout.split() == [ran.stdout.split()[0], pipeline.__version__], ran.stderr

@@ -1,48 +1,121 @@
-"""Every Python snippet of the README runs as written (against the emulator on loopback for the live ones), and so
-does every self-contained snippet of docs/operators.md (those with their own asserts)."""
+"""Every code block of README.md and of docs/ runs as written, or is marked as a fragment (docs/writing-docs.md).
+
+- ```` ```python ```` blocks run, each in a fresh namespace, in a temporary folder (a snippet that writes a session
+  file writes it there). A snippet naming ``http://127.0.0.1:8808`` (the address of ``llm-stream emulate``, with or
+  without ``/v1``) runs against an emulator the test starts on a free port; the README's own snippets start theirs.
+- Blocks without a language, or ```` ```text ````, are output or diagrams, not code.
+- Any other block (bash, ini, dockerfile, ...), or a Python block that cannot run alone, carries the marker
+  ``<!-- fragment: why -->`` on the line before its fence, and is not run.
+
+The README's first screen (its first 40 lines) holds the install line and the four-row "you use ... -> use ..." table,
+each row linking to a section of the README with a block that runs.
+"""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from pipeline.emulator import Emulator
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
-LIVE_URL = "http://127.0.0.1:8808/v1"  # the README's address for `llm-stream emulate`
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+LIVE_URL = "http://127.0.0.1:8808"
+FENCE = re.compile(r"^```([\w-]*)\s*$")
+FRAGMENT = re.compile(r"^<!-- fragment(?::[^>]*)? -->$")
+NOT_CODE = frozenset({"", "text"})
 
 
-def test_the_readme_has_its_snippets() -> None:
-    assert len(SNIPPETS) >= 4
+@attrs.frozen
+class Block:
+    page: Path
+    line: int
+    """1-based line of the opening fence."""
+    language: str
+    code: str
+    fragment: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(ROOT).as_posix()}:{self.line}"
 
 
-@pytest.mark.parametrize("snippet", SNIPPETS, ids=[f"snippet-{n}" for n in range(len(SNIPPETS))])
-def test_readme_snippet_runs(
-    snippet: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def blocks_of(page: Path) -> list[Block]:
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    number = 0
+    while number < len(lines):
+        opening = FENCE.match(lines[number])
+        if opening is None:
+            number += 1
+            continue
+        end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == "```"), None)
+        assert end is not None, f"{page}:{number + 1}: a code fence that never closes"
+        before = next((lines[i].strip() for i in range(number - 1, -1, -1) if lines[i].strip()), "")
+        code = "\n".join(lines[number + 1 : end]) + "\n"
+        found.append(Block(page, number + 1, opening.group(1), code, FRAGMENT.match(before) is not None))
+        number = end + 1
+    return found
+
+
+BLOCKS = [block for page in PAGES for block in blocks_of(page)]
+RUNNABLE = [block for block in BLOCKS if block.language == "python" and not block.fragment]
+
+
+def test_the_readme_and_the_docs_have_runnable_blocks() -> None:
+    assert len([block for block in RUNNABLE if block.page == README]) >= 4
+    assert len({block.page for block in RUNNABLE}) >= 6
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b not in RUNNABLE], ids=lambda block: block.name)
+def test_a_block_that_does_not_run_is_output_or_marked_as_a_fragment(block: Block) -> None:
+    assert block.language in NOT_CODE or block.fragment, (
+        f"{block.name}: a ```{block.language} block is neither run nor marked: put <!-- fragment: why --> on the "
+        "line before it, or make it a ```python block that runs alone"
+    )
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.name)
+def test_a_python_block_runs(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # a snippet that writes a session file writes it here
-    with Emulator() as emulator:
-        code = snippet.replace(LIVE_URL, emulator.base_url)  # the emulator the test started, on a free port
-        exec(compile(code, f"README.md snippet {SNIPPETS.index(snippet)}", "exec"), {"__name__": "readme"})
-    printed = capsys.readouterr().out
-    assert printed or "chunks = " in snippet  # each snippet shows its result (the last one keeps it in `chunks`)
+    monkeypatch.chdir(tmp_path)
+    code = block.code
+    if LIVE_URL in code:
+        with Emulator() as emulator:
+            code = code.replace(LIVE_URL, emulator.url)
+            exec(compile(code, block.name, "exec"), {"__name__": "docs"})
+    else:
+        exec(compile(code, block.name, "exec"), {"__name__": "docs"})
+    if block.page == README:
+        assert capsys.readouterr().out  # each README snippet shows its result
 
 
-OPERATORS_DOC = README.parent / "docs" / "operators.md"
-DOC_SNIPPETS = [
-    snippet
-    for snippet in re.findall(r"```python\n(.*?)```", OPERATORS_DOC.read_text(encoding="utf-8"), flags=re.S)
-    if "assert " in snippet
-]
+def test_the_first_screen_has_the_install_line_and_the_four_entry_points() -> None:
+    text = README.read_text(encoding="utf-8")
+    first_screen = text.splitlines()[:40]
+    assert "pip install llm-stream-pipeline" in "\n".join(first_screen)
+    rows = [line for line in first_screen if line.startswith("| ") and not line.startswith("| You use")]
+    assert len(rows) == 4, rows
+    sections = {_anchor(part.partition("\n")[0]): part for part in text.split("\n## ")[1:]}
+    names = ["SanitizingTransport", "llm-stream proxy", "run_turn", "llm-stream replay"]
+    for row, name in zip(rows, names, strict=True):
+        assert name in row
+        (link,) = re.findall(r"\]\(#([\w-]+)\)", row)
+        assert link in sections, f"{link} is not a README section"
+        assert "```python" in sections[link], f"the section {link} has no runnable example"
 
 
-def test_docs_operators_has_a_runnable_example() -> None:
-    assert DOC_SNIPPETS
+def test_the_readme_speaks_no_internal_jargon() -> None:
+    text = README.read_text(encoding="utf-8")
+    for phrase in ("the seed's", "anchor", "TC-", "variant B", "../shared", "reference 4."):
+        assert phrase not in text
 
 
-@pytest.mark.parametrize("snippet", DOC_SNIPPETS, ids=[f"operators-md-{n}" for n in range(len(DOC_SNIPPETS))])
-def test_docs_operators_snippet_runs(snippet: str) -> None:
-    exec(compile(snippet, "docs/operators.md snippet", "exec"), {"__name__": "docs"})
+def _anchor(heading: str) -> str:
+    """GitHub's and mkdocs' anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

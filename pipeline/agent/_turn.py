@@ -79,10 +79,10 @@ def _provider(client: ChatClient) -> str:
 
 def _record(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
     """A failed attempt's chunks for ``assistant/attempt``. A tool-call delta whose id was not known yet is recorded
-    without the ``id`` key, so that no line of the log holds an empty call id (``chunk_from_json`` reads it back)."""
+    without the ``id`` key, so that no line of the log holds an empty call id (``chunk_from_dict`` reads it back)."""
     out = []
     for chunk in chunks:
-        data = chunk.to_json()
+        data = chunk.to_dict()
         if data["type"] == "tool-call-delta" and not data["id"]:
             del data["id"]
         out.append(data)
@@ -92,12 +92,12 @@ def _record(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
 def _content(message: AssistantMessage) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     if message.reasoning_blocks:  # each block kept, with what the provider needs back (decision 0028)
-        content.extend(block.to_json() for block in message.reasoning_blocks)
+        content.extend(block.to_dict() for block in message.reasoning_blocks)
     elif message.reasoning:
         content.append({"type": "reasoning", "text": message.reasoning})
     if message.text:
         content.append({"type": "text", "text": message.text})
-    content.extend(call.to_json() for call in message.tool_calls)
+    content.extend(call.to_dict() for call in message.tool_calls)
     return content
 
 
@@ -196,11 +196,11 @@ async def run_turn(
         if failure is None and duplicate is not None:
             failure = Failure(Code.MALFORMED_TOOL_CALL, f"two tool calls share the id {duplicate!r}")
             _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
-            yield await end(step, FinishReason("error", failure).to_json())
+            yield await end(step, FinishReason("error", failure).to_dict())
             return
         if failure is not None:  # error or aborted: the attempt is kept for the record, nothing is committed
             _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
-            yield await end(step, message.finish.to_json())
+            yield await end(step, message.finish.to_dict())
             return
 
         try:
@@ -218,7 +218,7 @@ async def run_turn(
                 raise
             failure = Failure(Code.MALFORMED_RESPONSE, f"the response cannot be recorded: {exc}")
             _append_attempt(session, turn, step, attempt, attempt_chunks, failure)
-            yield await end(step, FinishReason("error", failure).to_json())
+            yield await end(step, FinishReason("error", failure).to_dict())
             return
         yield TurnEvent("assistant-message", turn, step, message)
         if not message.tool_calls:
@@ -242,7 +242,7 @@ async def run_turn(
         session.append_step_end(turn, step)
         yield TurnEvent("step-end", turn, step)
         if cancelled:
-            reason = FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")).to_json()
+            reason = FinishReason("aborted", Failure(Code.ABORTED, "cancelled by the caller")).to_dict()
             yield await end(step, reason)
             return
 

@@ -20,7 +20,7 @@ __all__ = ["DEMO_REQUESTS", "run_live_demo"]
 
 DEMO_REQUESTS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("a clean response", "clean", {}),
-    ("the seed's bug over HTTP (identity repeated as \"\" and null)", "seed-bug", {}),
+    ("the same stream over HTTP (identity repeated as \"\" and null)", "seed-bug", {}),
     (
         "a never-identified call, refused twice, then retried into a success",
         "never-identified",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._errors import EXIT_OK, CliError, listen_errors, port_number
+from ._errors import EXIT_OK, extra_missing, listen_errors, port_number
 
 __all__ = ["add_parser"]
 
@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from pipeline.emulator import run_emulator  # starlette / uvicorn come with the "emulator" extra
     except ImportError as exc:
-        raise CliError(f"the emulator needs: pip install 'llm-stream-pipeline[emulator]' ({exc})") from exc
+        raise extra_missing("the emulator", exc) from exc
     with listen_errors(args.host, args.port):  # a busy port: one line, exit status 2
         run_emulator(args.host, args.port)
     return EXIT_OK

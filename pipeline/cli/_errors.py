@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "check_http_url",
+    "extra_missing",
     "listen_errors",
     "port_number",
 ]
@@ -35,6 +36,16 @@ EXIT_INTERRUPTED = 130
 
 class CliError(LlmStreamError):
     """A one-line error for the user, printed as ``llm-stream: <message>``; exit status 2."""
+
+
+def extra_missing(what: str, exc: ImportError, extra: str = "emulator") -> CliError:
+    """The one line for a command that needs an extra (``emulator``: starlette and uvicorn; ``proxy``): what needs
+    it, and the install hint once (the library's own ImportError already names it; a bare one from Python does not)."""
+    hint = f"pip install 'llm-stream-pipeline[{extra}]'"
+    reason = str(exc)
+    if hint in reason:
+        return CliError(f"{what}: {reason}")
+    return CliError(f"{what} needs the {extra} extra ({reason}); install it with: {hint}")
 
 
 def port_number(text: str) -> int:

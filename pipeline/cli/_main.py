@@ -1,15 +1,16 @@
 """``llm-stream``: the command line.
 
     llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
-    llm-stream demo                                                   the README's main job
+    llm-stream demo [--live]                                          the README's main job
     llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
     llm-stream proxy --upstream URL [--port P]                        the sanitizing OpenAI-compatible proxy
     llm-stream chat "prompt" [...]                                    stream from a live endpoint
     llm-stream session check|repair FILE                              inspect or recover a session log
 
 Exit status (``_errors``, docs/cli.md): 0 on success; 1 when ``chat``'s response ends in an error finish or ``session
-check`` finds violations (``replay`` keeps 0: an error finish in a recording is a result); 2 for bad usage, an
-unreadable file, a bad URL or a busy port, one line on stderr and never a traceback; 130 on Ctrl-C.
+check`` finds violations, a torn last line included (``replay`` keeps 0: an error finish in a recording is a result);
+2 for bad usage, an unreadable file, bytes with no SSE event given to ``replay``, a missing extra, a bad URL or a busy
+port, one line on stderr and never a traceback; 130 on Ctrl-C.
 
 A new command is a module here with ``add_parser(commands)`` (its arguments, and ``set_defaults(run=...)`` with a
 function from the parsed arguments to an exit status), and one line in ``build_parser``.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 
 from . import _chat, _demo, _emulate, _proxy, _replay, _session_cmds
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
@@ -46,10 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    try:
-        return version("llm-stream-pipeline")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    from pipeline import __version__  # the one source; the distribution's metadata is read from it
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import attrs
 
 from pipeline.sanitize import ProxyConfig
 
-from ._errors import EXIT_OK, CliError, check_http_url, listen_errors, port_number
+from ._errors import EXIT_OK, CliError, check_http_url, extra_missing, listen_errors, port_number
 
 __all__ = ["add_parser"]
 
@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from pipeline.sanitize import run_proxy  # uvicorn and prometheus-client come with the "proxy" extra
     except ImportError as exc:
-        raise CliError(f"the proxy needs: pip install 'llm-stream-pipeline[proxy]' ({exc})") from exc
+        raise extra_missing("the proxy", exc, "proxy") from exc
     with listen_errors(config.host, config.port):
         try:
             run_proxy(config)

@@ -66,7 +66,7 @@ def add_color_flag(parser: argparse.ArgumentParser) -> None:
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
     """``--json`` | ``--assembled``, ``--anomalies`` and ``--color``."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--json", action="store_true", help="one chunk a line, to_json() exactly")
+    group.add_argument("--json", action="store_true", help="one chunk a line, its to_json() exactly")
     group.add_argument("--assembled", action="store_true", help="only the assembled message, as one JSON object")
     parser.add_argument(
         "--anomalies", action="store_true", help="include anomaly chunks in --json output (always shown as text)"
@@ -84,9 +84,9 @@ def output_mode(args: argparse.Namespace) -> str:
 
 
 def message_json(message: AssistantMessage, *, interrupted: bool = False) -> dict[str, Any]:
-    """``--assembled``: ``message.to_json()`` with the failure's message in ``finish`` (``null`` without a failure);
+    """``--assembled``: ``message.to_dict()`` with the failure's message in ``finish`` (``null`` without a failure);
     when interrupted before the finish, the finish is ``aborted``/``ABORTED`` saying so."""
-    out = message.to_json()
+    out = message.to_dict()
     if interrupted:
         out["finish"] = {"kind": "aborted", "code": "ABORTED", "message": INTERRUPTED}
         return out
@@ -113,7 +113,7 @@ class Printer:
         kind = COMMENT if isinstance(chunk, Anomaly) and chunk.kind == COMMENT else chunk.type
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.mode == "json":
-            self.out.write(json.dumps(chunk.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
+            self.out.write(chunk.to_json() + "\n")
         elif self.mode == "text":
             self.out.write(self.render(chunk) + "\n")
         self.out.flush()
@@ -140,7 +140,7 @@ class Printer:
                     body += _opaque_parts(block)
             return f"{at} {self._c('1', '■ end')}        {body}"
         if isinstance(chunk, UsageChunk):
-            parts = " · ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in chunk.usage.to_json().items())
+            parts = " · ".join(f"{k.removesuffix('_tokens')} {v}" for k, v in chunk.usage.to_dict().items())
             return f"    {self._c('36', 'usage')}        {parts}"
         if isinstance(chunk, Anomaly) and chunk.kind == COMMENT:
             return f"    {self._c('2', ': comment')}    {self._c('2', chunk.detail)}"
@@ -159,7 +159,7 @@ class Printer:
                 return f"    {self._c('32', 'finish')}       {reason.kind}"
             failure = reason.failure
             return f"    {self._c('31', 'finish')}       {reason.kind} {failure.code}: {failure.message}"
-        return f"    {chunk.to_json()}"
+        return f"    {chunk.to_dict()}"
 
     def message(self) -> AssistantMessage:
         return self.assembler.result()
@@ -189,7 +189,7 @@ class Printer:
         for call in message.tool_calls:
             lines.append(f"  tool call {call.id} {call.name}({call.arguments})")
         if message.usage is not None:
-            lines.append(f"  usage {json.dumps(message.usage.to_json())}")
+            lines.append(f"  usage {json.dumps(message.usage.to_dict())}")
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
 

@@ -1,11 +1,13 @@
 """``llm-stream replay FILE.sse [--json | --assembled] [--anomalies] [--color WHEN]``: a recorded stream, replayed.
 
-Exit status 0 whatever the stream's finish (an error finish in a recording is a result); 130 on Ctrl-C, after the
-partial summary."""
+Exit status 0 whatever the stream's finish (an error finish in a recording is a result), unless the bytes hold no SSE
+event at all (no ``data`` line: an empty file, a binary, an HTML page), which is said on stderr with exit status 2;
+130 on Ctrl-C, after the partial summary."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import TextIO
 from operators import FORMATS, Format, parse_stream
 from pipeline.compose import READ_SIZE, AssistantMessage, example_path, translate
 
-from ._errors import EXIT_INTERRUPTED, EXIT_OK, CliError
+from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from ._render import Printer, add_output_flags, output_mode, use_color
 
 __all__ = ["add_parser", "replay"]
@@ -56,13 +58,40 @@ def replay(
     return printer.message()
 
 
+_DATA_LINE = re.compile(rb"(?:^|[\r\n])data(?:[:\r\n])")
+"""An SSE ``data`` field at the start of a line: the only field that makes an event."""
+
+
+class EventSeen:
+    """The pieces of a source, passed on unchanged, noting whether any line is an SSE ``data`` field (scanning stops
+    at the first; a field split across two pieces is found through the previous piece's last bytes)."""
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self._pieces = pieces
+        self.seen = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        tail = b"\n"
+        for piece in self._pieces:
+            if not self.seen:
+                self.seen = _DATA_LINE.search(tail + piece) is not None
+                tail = piece[-5:]
+            yield piece
+
+
+def _file_pieces(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while piece := handle.read(READ_SIZE):
+            yield piece
+
+
 def _stdin_pieces() -> Iterator[bytes]:
     stream = sys.stdin.buffer
     while piece := stream.read1(READ_SIZE) if hasattr(stream, "read1") else stream.read(READ_SIZE):
         yield piece
 
 
-def _open_source(name: str) -> Iterable[bytes] | Path:
+def _open_source(name: str) -> Iterable[bytes]:
     if name == "-":
         return _stdin_pieces()
     path = Path(name)
@@ -72,13 +101,13 @@ def _open_source(name: str) -> Iterable[bytes] | Path:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise CliError(f"cannot read {name}: {reason}") from exc
-    return path
+    return _file_pieces(path)
 
 
 def _run(args: argparse.Namespace) -> int:
-    source: Iterable[bytes] | Path
+    source: Iterable[bytes]
     if args.example:
-        source = example_path(args.example)
+        source = _file_pieces(example_path(args.example))
     elif args.file is None:
         raise CliError("replay needs a FILE (or - for standard input, or --example seed-bug)")
     else:
@@ -88,9 +117,10 @@ def _run(args: argparse.Namespace) -> int:
         parse_stream(args.format)  # a format this build has no parser for: one line, before reading
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    scanned = EventSeen(source)
     try:
         replay(
-            source,
+            scanned,
             mode=mode,
             anomalies=args.anomalies or mode == "text",
             out=sys.stdout,
@@ -99,4 +129,12 @@ def _run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    if not scanned.seen:
+        name = args.file if args.file != "-" else "standard input"
+        print(
+            f"llm-stream: {name} holds no SSE event (no line starts with 'data:'); replay reads a recorded "
+            "Server-Sent Events stream, such as the body of a streamed chat completion",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return EXIT_OK

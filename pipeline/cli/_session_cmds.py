@@ -1,4 +1,7 @@
-"""``llm-stream session check|repair FILE``: inspect or recover a session log."""
+"""``llm-stream session check|repair FILE``: inspect or recover a session log.
+
+``check`` lists every violation (a torn last line, an interrupted write, included) and exits 1 when there is one,
+naming ``session repair`` as the fix; 0 prints ``ok, loadable``."""
 
 from __future__ import annotations
 
@@ -36,8 +39,13 @@ def _act(action: str, path: Path) -> int:
         problems = check(path)
         for problem in problems:
             print(problem)
-        print(f"{path}: {plural(len(problems), 'violation')}" if problems else f"{path}: ok, loadable")
-        return EXIT_FAILURE if problems else EXIT_OK
+        if not problems:
+            print(f"{path}: ok, loadable")
+            return EXIT_OK
+        torn = [p for p in problems if "torn last line" in p]
+        summary = plural(len(problems), "violation") if len(problems) > len(torn) else "a torn last line"
+        print(f"{path}: {summary}; repairable: llm-stream session repair {path}")
+        return EXIT_FAILURE
     report = repair(path)
     for problem in report.problems:
         print(f"fixed: {problem}")

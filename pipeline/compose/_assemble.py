@@ -68,16 +68,16 @@ class AssistantMessage:
         reasoning block carries what the provider needs back; ``ChatClient`` turns those into thinking /
         redacted_thinking blocks (api="messages") or reasoning items (api="responses") and leaves them out for chat
         completions (docs/decisions/0028-reasoning-round-trip.md)."""
-        opaque = [block.to_json() for block in self.reasoning_blocks if block.opaque]
+        opaque = [block.to_dict() for block in self.reasoning_blocks if block.opaque]
         return assistant_message(self.text, self.tool_calls, opaque)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """``{"text", "reasoning", "tool_calls", "usage", "finish": {"kind", "code"}}`` (the CLI's --assembled)."""
         return {
             "text": self.text,
             "reasoning": self.reasoning,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
-            "usage": self.usage.to_json() if self.usage is not None else None,
+            "usage": self.usage.to_dict() if self.usage is not None else None,
             "finish": {"kind": self.finish.kind, "code": self.finish.code},
         }
 

@@ -6,8 +6,9 @@ Each is keyed by its name in ``pipeline.formats.WIRE_FORMATS``, whose record giv
 
 The profile is chosen as for chat (``_routing.py``): the ``x-emulator-profile`` header (or ``?profile=``), else the
 model ``"emulator/<format>/<profile>"`` (as ``GET /v1/models`` lists it, ``listed_models``), ``"emulator/<profile>"``
-or a bare ``"<profile>"`` of that format, else ``EmulatorConfig.default_profile`` when
-the format has it, else ``clean``. A profile the format does not have is a 404 naming the format. The knobs
+or a bare ``"<profile>"`` of that format. Any other model name gets ``EmulatorConfig.default_profile`` when it is set
+and the format has it, else it is a 404 listing the format's profiles; a request without a model gets ``clean``. A
+profile the format does not have is a 404 naming the format. The knobs
 ``x-emulator-fail-first`` / ``x-emulator-then`` / ``x-emulator-key``, ``x-emulator-drip-ms`` and
 ``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so
 chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
@@ -143,11 +144,12 @@ def choose_format_profile(
             name = model.removeprefix(api.model_prefix)
         elif model.startswith("emulator/"):
             name = model.removeprefix("emulator/")
-        elif model in api.profiles:
-            name = model
-    if not name:
-        name = config.default_profile if config.default_profile in api.profiles else "clean"
-    _check(api, name, "profile")
+        elif model in api.profiles or config.default_profile not in api.profiles:
+            name = model  # a model that names no profile, and no default for it: the 404 below
+        else:
+            name = config.default_profile
+    name = name or "clean"
+    _check(api, name, "profile" if name != model else "model")
     if body.get("stream") is not True:
         raise RequestError(
             400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"

@@ -4,7 +4,8 @@ The profile comes from, in order:
 
     1. the ``x-emulator-profile`` header (or ``?profile=``);
     2. the model name: ``"emulator/<profile>"``, or a bare ``"<profile>"``;
-    3. ``EmulatorConfig.default_profile`` ("clean"), for any other model name.
+    3. for any other model name, ``EmulatorConfig.default_profile`` when it is set, else a 404 listing the profiles
+       (a typo such as ``never-identifed`` must not be answered ``clean``); a request without a model gets ``clean``.
 
 An unknown profile named in 1 or 2 is a 404. Per-request knobs (header, or the query parameter in brackets):
 
@@ -75,10 +76,10 @@ def choose_profile(knobs: Knobs, body: Mapping[str, Any], config: EmulatorConfig
     if name is None and isinstance(model, str):
         if model.startswith("emulator/"):
             name = model.removeprefix("emulator/")
-        elif model in PROFILES:
-            name = model
-    name = name or config.default_profile
-    _check_profile(name, "profile")
+        else:
+            name = model if model in PROFILES or config.default_profile is None else config.default_profile
+    name = name or "clean"
+    _check_profile(name, "profile" if name != model else "model")
     if name == "agent":
         return _agent_step(knobs, body, state)
     fail_first = knobs.integer("x-emulator-fail-first", "fail_first")

@@ -27,11 +27,14 @@ class EmulatorConfig:
 
     replay_dirs: tuple[Path, ...] = attrs.field(default=(), converter=_paths)
     """Directories whose files (and subdirectories' files) the ``replay`` profile may serve."""
-    default_profile: str = attrs.field(default="clean")
+    default_profile: str | None = attrs.field(default=None)
+    """The profile that answers a model name that names no profile (``gpt-4o``: an existing app pointed at the
+    emulator). ``None`` (the default): such a request is a 404 listing the profiles, so a typo such as
+    ``never-identifed`` fails loudly instead of being answered ``clean``. A request without a model gets ``clean``."""
 
     @default_profile.validator
-    def _known(self, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in PROFILES or value == "replay":
+    def _known(self, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None and (value not in PROFILES or value == "replay"):
             raise ValueError(f"default_profile must be a scripted profile, one of {', '.join(PROFILES)}; got {value!r}")
 
 

@@ -201,7 +201,7 @@ _OPAQUE_FIELDS: Final = ("signature", "encrypted", "item_id")
 
 
 def _reasoning_of(message: Message, number: int) -> list[dict[str, Any]]:
-    """An assistant message's ``reasoning_blocks`` (``ReasoningBlock.to_json()`` each: docs/decisions/
+    """An assistant message's ``reasoning_blocks`` (``ReasoningBlock.to_dict()`` each: docs/decisions/
     0028-reasoning-round-trip.md), checked: a string ``text`` and each opaque part absent or a non-empty string."""
     blocks = message.get(REASONING_BLOCKS)
     if blocks is None:

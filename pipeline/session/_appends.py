@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar, cast
 
-from .._json import SupportsToJson
+from .._json import SupportsToDict
 from ._events import (
     AssistantAttemptEvent,
     AssistantMessageEvent,
@@ -26,7 +26,7 @@ from ._events import (
 
 __all__ = ["JsonLike", "TypedAppends"]
 
-JsonLike: TypeAlias = Mapping[str, Any] | SupportsToJson
+JsonLike: TypeAlias = Mapping[str, Any] | SupportsToDict
 """Decoded JSON, or a protocol value (``Failure``, ``FinishReason``, ``Usage``, a block or a chunk)."""
 
 _E = TypeVar("_E", bound=SessionEvent)
@@ -122,4 +122,4 @@ def _text(text: str) -> dict[str, str]:
 
 
 def _as_json(value: JsonLike) -> Any:
-    return value.to_json() if isinstance(value, SupportsToJson) else value
+    return value.to_dict() if isinstance(value, SupportsToDict) else value

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import msgspec
 
-from operators import chunk_from_json
+from operators import chunk_from_dict
 
 from .._json import dumps
 from ._values import (
@@ -82,7 +82,7 @@ class SessionEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     def data(self) -> dict[str, Any]:
         return payload(self)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"v": FORMAT_VERSION, "seq": self.seq, "type": self.type, "data": payload(self)}
 
 
@@ -112,7 +112,7 @@ class AssistantMessageEvent(InStep, frozen=True, kw_only=True, tag="assistant/me
 
 
 class AssistantAttemptEvent(InStep, frozen=True, kw_only=True, tag="assistant/attempt"):
-    """A failed attempt's chunks (as ``to_json()`` wrote them), kept for the record; never replayed."""
+    """A failed attempt's chunks (as ``to_dict()`` wrote them), kept for the record; never replayed."""
 
     attempt: Ordinal
     stream: tuple[Mapping[str, Any], ...]
@@ -121,7 +121,7 @@ class AssistantAttemptEvent(InStep, frozen=True, kw_only=True, tag="assistant/at
     def __post_init__(self) -> None:
         for index, chunk in enumerate(self.stream):
             try:
-                chunk_from_json(chunk)
+                chunk_from_dict(chunk)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 why = f"chunk {index} is not a chunk ({exc})"
                 raise ValueError(f"assistant/attempt has invalid stream: {why}") from None
@@ -207,4 +207,4 @@ def payload(event: SessionEvent) -> dict[str, Any]:
 
 def event_line(event: SessionEvent) -> bytes:
     """The line the log holds for ``event``: compact JSON, keys ``v``, ``seq``, ``type``, ``data``, then ``\\n``."""
-    return dumps(event.to_json()).encode("utf-8") + b"\n"
+    return dumps(event.to_dict()).encode("utf-8") + b"\n"

@@ -36,13 +36,25 @@ def check(path: str | os.PathLike[str]) -> list[str]:
     """Every rule violation in the log, not just the first, each naming its line and seq.
 
     A bad event is skipped and checking goes on with the next one (its seq is taken as the new reference, so a
-    single gap is reported once). A torn last line is not a fault: ``load`` ignores it.
+    single gap is reported once). A torn last line (an interrupted write) is reported last, as repairable: ``load``
+    ignores it, opening the log truncates it away, ``repair`` moves it to the quarantine file.
     """
     log_path = Path(path)
     lines, torn = split_lines(read_bytes(log_path))
     if lines or torn is not None:
         refuse_foreign(log_path, lines, torn)
-    return _faults(lines)
+    problems = _faults(lines)
+    if torn is not None:
+        problems.append(torn_problem(torn))
+    return problems
+
+
+def torn_problem(torn: Line) -> str:
+    """How ``check`` and ``repair`` name a torn last line: ``line N, seq unknown: torn last line ...``."""
+    return (
+        f"line {torn.number}, seq unknown: torn last line ({len(torn.raw)} bytes of an interrupted write; "
+        "repairable: `session repair` moves it to the quarantine file)"
+    )
 
 
 def _faults(lines: Sequence[Line]) -> list[str]:
@@ -121,7 +133,7 @@ def _repair_locked(log_path: Path, lock: Lock) -> RepairReport:
         raise SessionError(f"cannot repair session log {log_path}: it is read-only; nothing was changed")
     problems = _faults(lines)
     if torn is not None:
-        problems.append(f"line {torn.number}, seq unknown: torn last line ({len(torn.raw)} bytes)")
+        problems.append(torn_problem(torn))
     records = [_record(line) for line in lines]
     bad_lines = {record.line.number for record in records if not record.parsed}
     bad_turns: set[int] = set()

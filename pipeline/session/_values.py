@@ -3,7 +3,7 @@
 Frozen msgspec structs whose fields and constraints are the shape rules of the log format
 (docs/decisions/0011-session-durability.md): a tool call's ``id`` and ``name`` are non-empty, a counter is a
 non-negative integer, a failure accompanies exactly the ``error`` and ``aborted`` kinds. Their JSON is what the
-protocol values' ``to_json()`` writes (``Usage``, ``Failure``, ``FinishReason``, the blocks), keys in the same order.
+protocol values' ``to_dict()`` writes (``Usage``, ``Failure``, ``FinishReason``, the blocks), keys in the same order.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class TextPart(msgspec.Struct, frozen=True, tag_field="type", tag="text"):
 
 
 class ReasoningPart(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="type", tag="reasoning"):
-    """``ReasoningBlock.to_json()``: the opaque parts a provider needs back are absent or non-empty
+    """``ReasoningBlock.to_dict()``: the opaque parts a provider needs back are absent or non-empty
     (docs/decisions/0028-reasoning-round-trip.md)."""
 
     text: str
@@ -100,7 +100,7 @@ class ToolSource(msgspec.Struct, frozen=True):
 
 
 class UsageRecord(msgspec.Struct, frozen=True, omit_defaults=True):
-    """``Usage.to_json()``: the counts that are not known are left out (the input and output counts too, when the
+    """``Usage.to_dict()``: the counts that are not known are left out (the input and output counts too, when the
     provider gave none the library could read: decision 0046)."""
 
     input_tokens: Number | None = None
@@ -112,13 +112,15 @@ class UsageRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class FailureRecord(msgspec.Struct, frozen=True, omit_defaults=True):
-    """``Failure.to_json()``."""
+    """``Failure.to_dict()``."""
 
     code: NonEmptyStr
     message: str
     status: int | None = None
     retry_after_ms: Number | None = None
+    """Whole milliseconds since 0.2; a float written by 0.1 still loads."""
     request_id: str | None = None
+    should_retry: bool | None = None
 
 
 def _check_failure(kind: str, failure: FailureRecord | None, text: str) -> None:
@@ -127,7 +129,7 @@ def _check_failure(kind: str, failure: FailureRecord | None, text: str) -> None:
 
 
 class FinishRecord(msgspec.Struct, frozen=True, omit_defaults=True):
-    """``FinishReason.to_json()``: a failure exactly for ``error`` and ``aborted``."""
+    """``FinishReason.to_dict()``: a failure exactly for ``error`` and ``aborted``."""
 
     kind: Literal["stop", "tool-calls", "max-tokens", "aborted", "error"]
     failure: FailureRecord | None = None

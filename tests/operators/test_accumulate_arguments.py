@@ -121,7 +121,7 @@ def test_the_delta_id_is_empty_until_known_and_the_name_none_until_known() -> No
         ToolCallDelta(0, "", "Glob", ""),
         ToolCallDelta(0, "call_1", "Glob", "}"),
     ]
-    assert out[0].to_json() == {"type": "tool-call-delta", "index": 0, "id": "", "arguments_delta": "{"}
+    assert out[0].to_dict() == {"type": "tool-call-delta", "index": 0, "id": "", "arguments_delta": "{"}
 
 
 def test_the_state_carries_the_identity_of_the_last_fragment_and_the_wire_index() -> None:

@@ -123,7 +123,7 @@ def _responses_two_function_calls_with_one_call_id() -> bytes:
     ids=["chat", "messages", "responses"],
 )
 def test_two_calls_claiming_one_id_are_refused_never_merged(data: bytes) -> None:
-    out = [chunk.to_json() for chunk in pipeline.collect(data, anomalies=True)]
+    out = [chunk.to_dict() for chunk in pipeline.collect(data, anomalies=True)]
 
     calls = [c["block"] for c in of_type(out, "block-end") if c["block"]["type"] == "tool-call"]
     assert all(call["arguments"] in ('{"x":1}', '{"y":2}') for call in calls)  # nothing concatenated

@@ -31,7 +31,7 @@ def test_40000_distinct_unsupported_items_end_within_5_s_with_no_chunk_over_2000
     took = time.monotonic() - started
 
     assert took < 5
-    assert max(len(json.dumps(chunk.to_json())) for chunk in out) <= 20_000
+    assert max(len(json.dumps(chunk.to_dict())) for chunk in out) <= 20_000
     failure = out[-1].reason.failure  # type: ignore[union-attr]
     assert failure is not None
     assert failure.code == "UNSUPPORTED_OUTPUT"
@@ -50,7 +50,7 @@ def test_an_item_or_event_type_of_any_length_is_quoted_within_a_bound() -> None:
 
     out = pipeline.collect(data, anomalies=True)
 
-    assert max(len(json.dumps(chunk.to_json())) for chunk in out) < 1_000
+    assert max(len(json.dumps(chunk.to_dict())) for chunk in out) < 1_000
 
 
 def test_a_messages_server_tool_block_with_a_huge_name_is_quoted_within_a_bound() -> None:
@@ -59,4 +59,4 @@ def test_a_messages_server_tool_block_with_a_huge_name_is_quoted_within_a_bound(
 
     out = pipeline.collect(data, anomalies=True)
 
-    assert max(len(json.dumps(chunk.to_json())) for chunk in out) < 1_000
+    assert max(len(json.dumps(chunk.to_dict())) for chunk in out) < 1_000

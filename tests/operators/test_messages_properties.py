@@ -12,7 +12,7 @@ from corpus import MESSAGES_STREAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from operators import BlockEnd, Chunk, Finish, ReasoningBlock, ToolCallBlock, chunk_from_json
+from operators import BlockEnd, Chunk, Finish, ReasoningBlock, ToolCallBlock, chunk_from_dict
 from operators._parse_messages import parse_messages_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
@@ -150,4 +150,4 @@ def test_every_thinking_block_keeps_its_last_signature_and_reads_back_from_json(
     out = chunks(split_at(data, cuts))
     blocks = [c.block for c in out if isinstance(c, BlockEnd) and isinstance(c.block, ReasoningBlock)]
     assert blocks == expected
-    assert [chunk_from_json(c.to_json()) for c in out] == out
+    assert [chunk_from_dict(c.to_dict()) for c in out] == out

@@ -242,7 +242,7 @@ def test_r1_the_delay_is_recorded_before_the_retry_is_sent() -> None:
     advance_ms(scheduler, 499)
     assert script.subscriptions == 1
     assert run.out == [(0, Retry(1, 2, 500, Failure(Code.RATE_LIMIT, "busy", status=429)))]
-    assert run.out[0][1].to_json() == {
+    assert run.out[0][1].to_dict() == {
         "type": "retry",
         "attempt": 1,
         "max_retries": 2,
@@ -270,7 +270,7 @@ def test_r2_empty_response_error_finish_is_retried_under_the_default_codes() -> 
     (at, retry), = run.retries
     assert at == 0
     assert retry.failure == Failure(Code.EMPTY_RESPONSE, EMPTY_MESSAGE)
-    assert retry.failure.to_json() == {"code": "EMPTY_RESPONSE", "message": EMPTY_MESSAGE}
+    assert retry.failure.to_dict() == {"code": "EMPTY_RESPONSE", "message": EMPTY_MESSAGE}
     assert run.chunks[0] == UsageChunk(Usage(0, 0))  # the failed attempt's usage passes on, before the retry
     message = pipeline.assemble(run.chunks)
     assert message.text == "recovered"
@@ -415,7 +415,7 @@ def test_r14_always_mode_is_unbounded_and_the_delay_is_capped() -> None:
     assert [r.attempt for _, r in run.retries] == [1, 2, 3, 4]
     assert [r.delay_ms for _, r in run.retries] == pytest.approx([1.1, 2.2, 4, 4])
     assert all(r.max_retries is None for _, r in run.retries)
-    assert all(r.to_json()["max_retries"] is None for _, r in run.retries)
+    assert all(r.to_dict()["max_retries"] is None for _, r in run.retries)
     assert script.subscribed_at == pytest.approx([0, 1.1, 3.3, 7.3, 11.3])
     assert pipeline.assemble(run.chunks).text == "finally"
 

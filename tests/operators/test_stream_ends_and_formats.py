@@ -246,7 +246,7 @@ def _seen(out: list[Chunk]) -> list[Any]:
     the end was not read (it was: the test sends the whole stream again after ``[DONE]``)."""
     shown: list[Any] = []
     for chunk in out:
-        data = chunk.to_json()
+        data = chunk.to_dict()
         if data["type"] == "anomaly" and data["kind"] == "payload-after-done":
             continue
         if data["type"] == "anomaly" and data["kind"] == "missing-message-stop":

@@ -50,7 +50,7 @@ def test_counts_that_once_summed_to_minus_infinity_give_strict_json() -> None:
     data = sse(F, delta(content="x"), finish("stop"), trailing)
 
     for chunk in pipeline.collect(data, anomalies=True):
-        json.dumps(chunk.to_json(), allow_nan=False)  # raises on -Infinity
+        json.dumps(chunk.to_dict(), allow_nan=False)  # raises on -Infinity
     assert _usage_of(data) == {"output_tokens": 1}
 
 
@@ -125,7 +125,7 @@ def test_a_later_invalid_messages_output_count_keeps_the_earlier_one() -> None:
         {"type": "message_stop"},
     ))
 
-    [chunk] = of_type([c.to_json() for c in pipeline.collect(data)], "usage")
+    [chunk] = of_type([c.to_dict() for c in pipeline.collect(data)], "usage")
     assert chunk["usage"]["output_tokens"] == 6
     assert chunk["usage"]["input_tokens"] == 9
 
@@ -146,7 +146,7 @@ def test_litellm_cache_details_sent_before_the_trailing_usage_are_kept() -> None
     message = pipeline.assemble(pipeline.collect(data))
 
     assert message.usage is not None
-    assert message.usage.to_json() == {
+    assert message.usage.to_dict() == {
         "input_tokens": 3,
         "output_tokens": 4,
         "total_tokens": 6021,
@@ -163,4 +163,4 @@ def test_gemini_prompt_count_in_one_chunk_and_completion_in_another_are_both_kep
 
     assert message.usage is not None
     # the wire total (27) contradicts the merged counts (50 + 27), so the exact-total rule omits it
-    assert message.usage.to_json() == {"input_tokens": 50, "output_tokens": 27}
+    assert message.usage.to_dict() == {"input_tokens": 50, "output_tokens": 27}

@@ -69,7 +69,7 @@ def test_to_message_carries_only_the_blocks_a_provider_needs_back() -> None:
         "content": "Looking.",
         "tool_calls": [{"id": "toolu_1", "type": "function",
                         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}],
-        "reasoning_blocks": [SIGNED.to_json()],
+        "reasoning_blocks": [SIGNED.to_dict()],
     }
     assert "reasoning_blocks" not in answer(PLAIN).to_message()
 
@@ -144,4 +144,4 @@ def test_the_session_log_keeps_the_blocks_and_its_history_sends_them_back(tmp_pa
     with loaded:
         assert loaded.messages() == first
     assert first[1] == message.to_message()
-    assert first[1]["reasoning_blocks"] == [SIGNED.to_json(), REDACTED.to_json()]
+    assert first[1]["reasoning_blocks"] == [SIGNED.to_dict(), REDACTED.to_dict()]

@@ -31,7 +31,7 @@ from turn_helpers import (
     types_of,
 )
 
-from operators import Code, RetryPolicy, chunk_from_json
+from operators import Code, RetryPolicy, chunk_from_dict
 from pipeline import (
     Session,
     run_turn,
@@ -95,7 +95,7 @@ async def test_agent_conversation_runs_every_step_and_the_log_reloads_as_run(emu
     assert len(retried) == 1
     assert (attempt[0]["turn"], attempt[0]["step"], attempt[0]["attempt"]) == (1, 2, 1)
     assert attempt[0]["failure"]["code"] == Code.MALFORMED_TOOL_CALL
-    stream = [chunk_from_json(chunk) for chunk in attempt[0]["stream"]]
+    stream = [chunk_from_dict(chunk) for chunk in attempt[0]["stream"]]
     deltas = [chunk for chunk in attempt[0]["stream"] if chunk["type"] == "tool-call-delta"]
     assert stream
     assert deltas

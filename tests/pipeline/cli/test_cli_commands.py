@@ -88,7 +88,7 @@ def test_replay_json_prints_exactly_to_json_per_line(capsys: pytest.CaptureFixtu
     assert main(argv) == 0
 
     out = lines(capsys.readouterr().out)
-    expected = [chunk.to_json() for chunk in pipeline.collect(SEED_BUG, anomalies=anomalies)]
+    expected = [chunk.to_dict() for chunk in pipeline.collect(SEED_BUG, anomalies=anomalies)]
     assert [json.loads(line) for line in out] == expected
     assert any(chunk["type"] == "anomaly" for chunk in expected) is anomalies
 
@@ -100,7 +100,7 @@ def test_replay_assembled_prints_one_json_object(capsys: pytest.CaptureFixture[s
     assert len(lines(out)) == 1
     message = json.loads(out)
     assert set(message) == {"text", "reasoning", "tool_calls", "usage", "finish"}
-    expected = pipeline.assemble(pipeline.collect(SEED_BUG)).to_json()
+    expected = pipeline.assemble(pipeline.collect(SEED_BUG)).to_dict()
     expected["finish"]["message"] = None
     assert message == expected
     assert message["text"] == "Let me look for the files."
@@ -126,7 +126,7 @@ def test_replay_dash_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch
     assert main(["replay", "-", "--json"]) == 0
 
     out = lines(capsys.readouterr().out)
-    assert [json.loads(line) for line in out] == [chunk.to_json() for chunk in pipeline.collect(SEED_BUG)]
+    assert [json.loads(line) for line in out] == [chunk.to_dict() for chunk in pipeline.collect(SEED_BUG)]
 
 
 def test_replay_a_missing_file_exits_2_with_a_one_line_error(
@@ -172,16 +172,69 @@ def test_a_stream_ending_in_an_error_finish_exits_0(capsys: pytest.CaptureFixtur
     assert message["text"] == "half an ans"
 
 
-def test_an_empty_file_ends_in_an_error_finish_and_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_an_empty_file_ends_in_an_error_finish_and_says_it_holds_no_sse_event(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     path = tmp_path / "empty.sse"
     path.write_bytes(b"")
 
-    assert main(["replay", str(path), "--json"]) == 0
+    assert main(["replay", str(path), "--json"]) == 2
 
-    (line,) = lines(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    (line,) = lines(captured.out)
     finish = json.loads(line)
     assert finish["type"] == "finish"
     assert finish["reason"]["kind"] == "error"
+    assert "holds no SSE event" in captured.err
+
+
+@pytest.mark.parametrize(
+    "content",
+    [bytes(range(256)) * 300, b"<html><body>Bad gateway</body></html>\n", b"metadata: x\n\n: data: x\n\n"],
+    ids=["binary", "html", "no-data-field"],
+)
+def test_replay_of_bytes_with_no_sse_event_exits_2_and_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "not-sse.bin"
+    path.write_bytes(content)
+
+    assert main(["replay", str(path)]) == 2
+
+    (error,) = lines(capsys.readouterr().err)
+    assert error.startswith(f"llm-stream: {path} holds no SSE event")
+
+
+def test_a_data_field_split_across_two_reads_is_seen(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "late.sse"
+    path.write_bytes(b": " + b"x" * (pipeline.compose.READ_SIZE - 5) + b"\nda" + b'ta: {"choices": []}\n\n')
+
+    assert main(["replay", str(path)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------------------------------- session
+
+
+def test_session_check_of_a_torn_last_line_exits_1_naming_the_line_as_repairable(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "session.jsonl"
+    with pipeline.Session.open(log, fsync=False) as session:
+        session.append("user/message", {"id": "u1", "role": "user", "source": {"kind": "user"},
+                                        "content": [{"type": "text", "text": "hello"}]})
+    with log.open("ab") as file:
+        file.write(b'{"v":1,"seq":2,"ty')
+
+    assert main(["session", "check", str(log)]) == 1
+
+    out = capsys.readouterr().out
+    assert "line 2, seq unknown: torn last line" in out
+    assert f"repairable: llm-stream session repair {log}" in out
+    assert main(["session", "repair", str(log)]) == 0
+    capsys.readouterr()
+    assert main(["session", "check", str(log)]) == 0
+    assert "ok, loadable" in capsys.readouterr().out
 
 
 def test_replay_in_a_real_subprocess() -> None:

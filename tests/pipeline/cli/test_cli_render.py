@@ -69,7 +69,7 @@ def test_json_mode_writes_to_json_and_no_summary() -> None:
         printer.chunk(chunk)
     printer.summary()
 
-    assert [json.loads(line) for line in out.getvalue().splitlines()] == [chunk.to_json() for chunk in chunks]
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [chunk.to_dict() for chunk in chunks]
 
 
 def test_assembled_mode_writes_only_the_message() -> None:
@@ -82,6 +82,6 @@ def test_assembled_mode_writes_only_the_message() -> None:
 
     printer.summary()
 
-    expected = pipeline.assemble(chunks).to_json()
+    expected = pipeline.assemble(chunks).to_dict()
     expected["finish"]["message"] = None
     assert json.loads(out.getvalue()) == expected

@@ -147,7 +147,7 @@ async def test_framing_deviations_give_the_same_message_as_clean(emu: Emulator, 
     other = pipeline.assemble(await collect(emu.base_url, profile))
 
     assert clean.text == CLEAN
-    assert other.to_json() == clean.to_json()
+    assert other.to_dict() == clean.to_dict()
 
 
 async def test_the_request_asks_for_a_stream_with_usage(emu: Emulator) -> None:
@@ -170,7 +170,7 @@ async def test_the_api_key_never_leaks(emu: Emulator, profile: str) -> None:
     marker = unique("key")
     chunks = await collect(emu.base_url, profile, {"x-test-id": marker}, api_key=SECRET)
 
-    assert SECRET not in json.dumps([c.to_json() for c in chunks])
+    assert SECRET not in json.dumps([c.to_dict() for c in chunks])
     failure = last_finish(chunks).reason.failure
     if failure is not None:
         assert SECRET not in failure.message

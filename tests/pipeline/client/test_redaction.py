@@ -77,10 +77,10 @@ def test_a_held_tail_that_is_not_the_key_is_emitted_with_the_next_delta() -> Non
 
 def test_a_held_tail_is_emitted_before_its_block_end() -> None:
     out = redacted([TextDelta(0, "a sk-proj"), BlockEnd(0, TextBlock("a sk-proj"))])
-    assert [c.to_json() for c in out] == [
-        TextDelta(0, "a ").to_json(),
-        TextDelta(0, "sk-proj").to_json(),
-        out[2].to_json(),
+    assert [c.to_dict() for c in out] == [
+        TextDelta(0, "a ").to_dict(),
+        TextDelta(0, "sk-proj").to_dict(),
+        out[2].to_dict(),
     ]
     assert isinstance(out[2], BlockEnd)
     assert out[2].block == TextBlock("a sk-proj")
@@ -116,16 +116,16 @@ def test_tool_call_ids_names_and_arguments_are_redacted() -> None:
             BlockEnd(0, ToolCallBlock(f"call_{KEY}", KEY, '{"k": "' + KEY + '"}')),
         ]
     )
-    assert [c.to_json() for c in out] == [
-        ToolCallDelta(0, f"call_{R}", R, '{"k": "').to_json(),
-        ToolCallDelta(0, f"call_{R}", R, R + '"}').to_json(),
-        BlockEnd(0, ToolCallBlock(f"call_{R}", R, '{"k": "' + R + '"}')).to_json(),
+    assert [c.to_dict() for c in out] == [
+        ToolCallDelta(0, f"call_{R}", R, '{"k": "').to_dict(),
+        ToolCallDelta(0, f"call_{R}", R, R + '"}').to_dict(),
+        BlockEnd(0, ToolCallBlock(f"call_{R}", R, '{"k": "' + R + '"}')).to_dict(),
     ]
 
 
 def test_anomaly_details_and_retry_failures_are_redacted() -> None:
     out = redacted([Anomaly("comment", None, f"comment line ignored: {KEY}"), Retry(1, 2, 1.0, Failure("X", KEY))])
-    assert not leaks(json.dumps([c.to_json() for c in out]))
+    assert not leaks(json.dumps([c.to_dict() for c in out]))
 
 
 def test_a_key_shorter_than_eight_characters_is_not_redacted() -> None:
@@ -184,10 +184,10 @@ async def test_no_chunk_carries_the_key_a_gateway_echoes(
     async with _client(gateway, case) as client:
         chunks = [chunk async for chunk in client.stream(MESSAGES, anomalies=True)]
         message = await client.complete(MESSAGES)
-    shown = json.dumps([chunk.to_json() for chunk in chunks], ensure_ascii=False)
-    assert R in shown or R in json.dumps(message.to_json())  # the gateway did put the key somewhere
+    shown = json.dumps([chunk.to_dict() for chunk in chunks], ensure_ascii=False)
+    assert R in shown or R in json.dumps(message.to_dict())  # the gateway did put the key somewhere
     assert not leaks(shown)
-    assert not leaks(json.dumps(message.to_json(), ensure_ascii=False))
+    assert not leaks(json.dumps(message.to_dict(), ensure_ascii=False))
     assert not leaks(logged(caplog))
 
 
@@ -201,9 +201,9 @@ async def test_no_chunk_carries_the_key_echoed_into_a_reasoning_field(
     async with ChatClient(gateway.base_url, model=case, api_key=KEY, api=api) as client:  # type: ignore[arg-type]
         chunks = [chunk async for chunk in client.stream(MESSAGES, anomalies=True)]
         message = await client.complete(MESSAGES)
-    assert chunks[-1].to_json()["reason"] == {"kind": "stop"}
+    assert chunks[-1].to_dict()["reason"] == {"kind": "stop"}
     assert [block.text for block in message.reasoning_blocks] == ["hmm"]
-    assert not leaks(json.dumps([chunk.to_json() for chunk in chunks], ensure_ascii=False))
+    assert not leaks(json.dumps([chunk.to_dict() for chunk in chunks], ensure_ascii=False))
     assert not leaks(repr(message))
     assert not leaks(logged(caplog))
 

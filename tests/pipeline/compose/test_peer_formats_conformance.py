@@ -123,7 +123,7 @@ def test_replay_agrees_with_what_the_peer_suite_asserts(path: Path, capsys: pyte
 
 
 def _collect(pieces: list[bytes], fmt: Any) -> list[Any]:
-    return [chunk.to_json() for chunk in pipeline.collect(pieces, format=fmt, anomalies=True)]
+    return [chunk.to_dict() for chunk in pipeline.collect(pieces, format=fmt, anomalies=True)]
 
 
 @pytest.mark.parametrize("path", _cases())

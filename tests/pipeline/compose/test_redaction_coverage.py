@@ -82,5 +82,5 @@ def test_no_string_field_of_any_chunk_carries_the_key_out_of_redact_key(chunk: C
     assert out, "a chunk was swallowed"
     for item in out:
         assert KEY not in repr(item)
-        assert KEY not in json.dumps(item.to_json())
+        assert KEY not in json.dumps(item.to_dict())
         assert KEY.upper() not in repr(item).upper()

@@ -427,7 +427,7 @@ FINISH_TABLE: list[tuple[str, Json]] = [
 
 @pytest.mark.parametrize(("wire", "expected"), FINISH_TABLE, ids=[wire for wire, _ in FINISH_TABLE])
 def test_tc23_map_finish_reason_table(wire: str, expected: Json) -> None:
-    assert map_finish_reason(wire).to_json() == expected
+    assert map_finish_reason(wire).to_dict() == expected
 
 
 @pytest.mark.parametrize(("wire", "expected"), FINISH_TABLE, ids=[wire for wire, _ in FINISH_TABLE])
@@ -561,7 +561,7 @@ TC31_USAGE: Json = {
 
 
 def test_tc31_map_usage_full_live_capture_shape() -> None:
-    assert map_usage(decode_usage(TC31_WIRE)).to_json() == TC31_USAGE
+    assert map_usage(decode_usage(TC31_WIRE)).to_dict() == TC31_USAGE
 
 
 def test_tc31_map_usage_full_live_capture_shape_end_to_end() -> None:
@@ -573,7 +573,7 @@ def test_tc31_map_usage_full_live_capture_shape_end_to_end() -> None:
 def test_tc32_map_usage_falls_back_to_prompt_cache_hit_tokens() -> None:
     wire = {"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 8}
 
-    assert map_usage(decode_usage(wire)).to_json() == {
+    assert map_usage(decode_usage(wire)).to_dict() == {
         "input_tokens": 2,
         "output_tokens": 2,
         "total_tokens": 12,
@@ -584,7 +584,7 @@ def test_tc32_map_usage_falls_back_to_prompt_cache_hit_tokens() -> None:
 def test_tc33_map_usage_omits_optional_fields_and_rebuilds_exact_total() -> None:
     wire = {"prompt_tokens": 10, "completion_tokens": 2}
 
-    assert map_usage(decode_usage(wire)).to_json() == {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+    assert map_usage(decode_usage(wire)).to_dict() == {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
 
 
 # The anchor passes a negative or fractional count through (inputTokens: -1); issue 10 goes beyond it: such a count is
@@ -613,7 +613,7 @@ TC34_CASES: list[tuple[str, bytes, int | float | None, int | float | None]] = [
 def test_tc34_map_usage_omits_total_for_inconsistent_or_unsafe_input(
     wire: bytes, prompt: int | float | None, completion: int | float | None
 ) -> None:
-    usage_json = map_usage(decode_usage(wire)).to_json()
+    usage_json = map_usage(decode_usage(wire)).to_dict()
 
     assert usage_json == _known(input_tokens=prompt, output_tokens=completion)
     assert "total_tokens" not in usage_json
@@ -640,11 +640,11 @@ def _known(**counts: int | float | None) -> Json:
 
 @pytest.mark.parametrize("wire", [b'{"completion_tokens": 2}', b"{}"], ids=["no-prompt", "no-counts"])
 def test_tc34_total_omitted_when_prompt_tokens_absent(wire: bytes) -> None:
-    assert "total_tokens" not in map_usage(decode_usage(wire)).to_json()
+    assert "total_tokens" not in map_usage(decode_usage(wire)).to_dict()
 
 
 def test_tc34_integral_float_counts_keep_the_exact_total() -> None:
-    usage_json = map_usage(decode_usage(b'{"prompt_tokens": 10.0, "completion_tokens": 2}')).to_json()
+    usage_json = map_usage(decode_usage(b'{"prompt_tokens": 10.0, "completion_tokens": 2}')).to_dict()
 
     assert usage_json.get("total_tokens") == 12
 
@@ -681,7 +681,7 @@ def test_x02_utf8_character_split_across_two_reads_decodes_intact(char: str) -> 
         with pytest.raises(UnicodeDecodeError):
             part1.decode("utf-8")
 
-        out = [c.to_json() for c in pipeline.collect([part1, part2])]
+        out = [c.to_dict() for c in pipeline.collect([part1, part2])]
 
         assert out == [start(0, "text"), text_delta(0, text), end_text(0, text), finished("stop")]
 
@@ -720,7 +720,7 @@ def test_x03_joined_data_lines_are_one_payload_with_crlf_and_one_byte_reads() ->
         b"data: [DONE]\r\n\r\n"
     )
 
-    out = [c.to_json() for c in pipeline.collect([data[i : i + 1] for i in range(len(data))])]
+    out = [c.to_dict() for c in pipeline.collect([data[i : i + 1] for i in range(len(data))])]
 
     assert out == [start(0, "text"), text_delta(0, "hi"), end_text(0, "hi"), finished("stop")]
 
@@ -732,7 +732,7 @@ def test_x03_crlf_split_by_an_empty_read_is_one_line_end() -> None:
         b'\ndata: "delta": {"content": "hi"}}]}\r\n\r\ndata: [DONE]\r\n\r\n',
     ]
 
-    out = [c.to_json() for c in pipeline.collect(pieces)]
+    out = [c.to_dict() for c in pipeline.collect(pieces)]
 
     assert out == [start(0, "text"), text_delta(0, "hi"), end_text(0, "hi"), finished("stop")]
 

@@ -529,11 +529,11 @@ QUIRKS: dict[str, tuple[bytes, str]] = {
 @pytest.mark.parametrize(("data", "kind"), list(QUIRKS.values()), ids=list(QUIRKS))
 def test_each_quirk_is_reported_only_when_anomalies_are_asked_for(data: bytes, kind: str) -> None:
     plain = pipeline.collect(data)
-    reported = [c.to_json() for c in pipeline.collect(data, anomalies=True)]
+    reported = [c.to_dict() for c in pipeline.collect(data, anomalies=True)]
 
     assert all(c.type != "anomaly" for c in plain)
     assert kind in [c["kind"] for c in of_type(reported, "anomaly")]
-    assert without_anomalies(reported) == [c.to_json() for c in plain]
+    assert without_anomalies(reported) == [c.to_dict() for c in plain]
     assert reported[-1]["type"] == "finish"
 
 

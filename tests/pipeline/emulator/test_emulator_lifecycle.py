@@ -67,7 +67,7 @@ def test_an_emulator_can_be_started_again_after_stop() -> None:
 
 async def test_async_context_manager_serves_from_the_background_thread() -> None:
     async with Emulator() as emu, httpx.AsyncClient(base_url=emu.base_url, timeout=TIMEOUT) as ac:
-        response = await ac.post("/chat/completions", json=request_body())
+        response = await ac.post("/chat/completions", json=request_body(model="clean"))
         assert text_of(response.content) == CLEAN
     assert not emu.running
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from emulator_helpers import CLEAN
+from emulator_helpers import CLEAN, client
 from format_helpers import SseEvent, cut_body, events, post_format
 
-from pipeline.emulator import Emulator
+from pipeline.emulator import Emulator, EmulatorConfig
 from pipeline.emulator._messages_profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES
 from pipeline.emulator._stream_profiles import CLEAN_TEXT
 
@@ -186,8 +186,17 @@ def test_messages_profile_is_chosen_by_the_model_name_too(http: httpx.Client) ->
     assert post_format(http, "/messages", None, model="emulator/late-id").status_code == 404
 
 
-def test_messages_any_other_model_gets_the_clean_stream(http: httpx.Client) -> None:
-    sent = events(post_format(http, "/messages", None, model="claude-opus-4").content)
+def test_messages_an_unknown_model_is_a_404_listing_the_profiles(http: httpx.Client) -> None:
+    response = post_format(http, "/messages", None, model="claude-opus-4")
+    assert response.status_code == 404
+    assert response.json()["error"]["type"] == "not_found_error"
+    assert "'claude-opus-4'" in response.json()["error"]["message"]
+    assert "thinking-tool" in response.json()["error"]["message"]
+
+
+def test_messages_a_configured_default_profile_answers_any_other_model() -> None:
+    with Emulator(config=EmulatorConfig(default_profile="clean")) as emulator, client(emulator.base_url) as http:
+        sent = events(post_format(http, "/messages", None, model="claude-opus-4").content)
     assert "".join(e.data["delta"]["text"] for e in sent if e.name == "content_block_delta") == CLEAN
 
 

@@ -207,7 +207,7 @@ def test_the_unprefixed_paths_serve_the_formats_too(emu: Emulator) -> None:
     with client(root) as bare:
         assert text(events(post_format(bare, "/responses", "clean").content)) == CLEAN
         assert post_format(bare, "/messages", "clean").status_code == 200
-        assert bare.post("/v1/responses", json=format_body(responses=True)).status_code == 200
+        assert bare.post("/v1/responses", json=format_body(responses=True, model="clean")).status_code == 200
 
 
 def test_the_openai_sdk_streams_the_clean_text(sdk: openai.OpenAI) -> None:

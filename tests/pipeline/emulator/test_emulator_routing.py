@@ -42,24 +42,45 @@ def test_unknown_emulator_model_is_a_404(http: httpx.Client) -> None:
 
 @pytest.mark.parametrize(
     ("model", "expected_finish"),
-    [("emulator/clean-tool", "tool_calls"), ("clean-tool", "tool_calls"), ("gpt-4o", "stop")],
+    [("emulator/clean-tool", "tool_calls"), ("clean-tool", "tool_calls"), ("clean", "stop")],
 )
-def test_profile_comes_from_the_model_name_and_defaults_to_clean(
-    http: httpx.Client, model: str, expected_finish: str
-) -> None:
+def test_profile_comes_from_the_model_name(http: httpx.Client, model: str, expected_finish: str) -> None:
     response = http.post("/chat/completions", json=request_body(model=model))
     assert finish_reasons(response.content) == [expected_finish]
 
 
+@pytest.mark.parametrize("model", ["never-identifed", "gpt-4o"])
+def test_an_unknown_bare_model_is_a_404_listing_the_profiles(http: httpx.Client, model: str) -> None:
+    response = http.post("/chat/completions", json=request_body(model=model))
+    assert response.status_code == 404
+    message = response.json()["error"]["message"]
+    assert repr(model) in message
+    assert all(name in message for name in ("never-identified", "clean", "seed-bug"))
+
+
+def test_a_request_without_a_model_gets_clean(http: httpx.Client) -> None:
+    body = request_body()
+    del body["model"]
+    assert text_of(http.post("/chat/completions", json=body).content) == CLEAN
+
+
+def test_a_configured_default_profile_answers_any_other_model() -> None:
+    with Emulator(config=EmulatorConfig(default_profile="clean-tool")) as emulator, client(emulator.base_url) as http:
+        unknown = http.post("/chat/completions", json=request_body(model="gpt-4o"))
+        named = http.post("/chat/completions", json=request_body(model="clean"))
+    assert finish_reasons(unknown.content) == ["tool_calls"]
+    assert finish_reasons(named.content) == ["stop"]
+
+
 def test_chat_completions_is_also_served_without_the_v1_prefix(emu: Emulator) -> None:
     with client() as plain:
-        response = plain.post(f"{emu.url}/chat/completions", json=request_body())
+        response = plain.post(f"{emu.url}/chat/completions", json=request_body(model="clean"))
     assert text_of(response.content) == CLEAN
 
 
 def test_requests_are_recorded_without_credentials(emu: Emulator, http: httpx.Client) -> None:
     marker = uuid.uuid4().hex
-    body = request_body()
+    body = request_body(model="clean")
     body["user"] = marker
     http.post("/chat/completions", json=body, headers={"authorization": "Bearer sk-secret", "x-trace": marker})
     recorded = next(r for r in reversed(emu.state.requests) if r.headers.get("x-trace") == marker)

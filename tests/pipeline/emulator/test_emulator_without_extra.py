@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 BLOCK_THE_EXTRA = """
@@ -80,3 +82,32 @@ def test_star_import_of_pipeline_works_without_the_extra() -> None:
         """
     )
     assert result.returncode == 0, result.stderr
+
+
+CLI = "from pipeline.cli import main\nsys.exit(main({args!r}))\n"
+
+
+def test_the_demo_says_what_it_skipped_and_how_to_get_it() -> None:
+    result = run(CLI.format(args=["demo", "--color", "never"]))
+    assert result.returncode == 0, result.stderr
+    assert "call_00_glob" in result.stdout  # part 1 ran
+    assert "== 2. Live requests to the gateway emulator: skipped" in result.stdout
+    assert "pip install 'llm-stream-pipeline[emulator]'" in result.stdout
+
+
+def test_the_demo_asked_for_its_live_part_fails_without_the_extra() -> None:
+    result = run(CLI.format(args=["demo", "--live", "--color", "never"]))
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("llm-stream: the demo's live requests (part 2)")
+
+
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [(["emulate", "--port", "0"], "emulator"), (["proxy", "--upstream", "http://127.0.0.1:9/v1"], "proxy")],
+)
+def test_a_command_that_needs_the_extra_names_it_once(args: list[str], extra: str) -> None:
+    result = run(CLI.format(args=args))
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.count(f"pip install 'llm-stream-pipeline[{extra}]'") == 1

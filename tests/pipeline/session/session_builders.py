@@ -60,7 +60,7 @@ def assistant(turn: int = 1, step: int = 1, *blocks: dict[str, Any], **overrides
 
 
 def attempt(turn: int = 1, step: int = 1, number: int = 1, stream: list[Any] | None = None) -> Event:
-    chunks = stream if stream is not None else [TextDelta(0, "par").to_json()]
+    chunks = stream if stream is not None else [TextDelta(0, "par").to_dict()]
     return ("assistant/attempt", {"turn": turn, "step": step, "attempt": number, "stream": chunks, "failure": FAILURE})
 
 

@@ -145,7 +145,7 @@ def test_data_is_the_line_s_data_object_as_plain_json(log: Path) -> None:
     lines = GOLDEN.split(b"\n")[:-1]  # only a newline byte ends a line (U+2028 does not)
     for event, line in zip(Session.load(log), lines, strict=True):
         assert event.data == json.loads(line)["data"]
-        assert event.to_json() == json.loads(line)
+        assert event.to_dict() == json.loads(line)
 
 
 def test_integer_numbers_stay_integers(log: Path) -> None:
@@ -230,3 +230,15 @@ def test_a_whole_tool_turn_is_typed_end_to_end(log: Path) -> None:
     with open_session(log, tool_turn(1)) as session:
         assert [event.type for event in session.events] == [event_type for event_type, _ in tool_turn(1)]
         assert [event.data for event in session.events] == [data for _, data in tool_turn(1)]
+
+
+def test_a_retry_keeps_the_providers_wait_and_say_and_an_older_float_wait_still_loads(log: Path) -> None:
+    failure = {"code": "RATE_LIMIT", "message": "slow down", "status": 429, "retry_after_ms": 40, "should_retry": True}
+    older = {**failure, "retry_after_ms": 1500.0}
+    with open_session(log) as session:
+        written = [session.append(*retry(failure=failure)), session.append(*retry(number=2, failure=older))]
+
+    loaded = Session.load(log)
+
+    assert loaded == written
+    assert [event.data["failure"] for event in loaded] == [failure, older]

@@ -59,8 +59,8 @@ def test_messages_answer_a_never_run_tool_call_of_a_closed_step(log: Path) -> No
 
 def test_failed_attempt_is_kept_but_never_replayed_and_never_calls_tools(log: Path) -> None:
     stream = [
-        BlockEnd(0, ToolCallBlock("call_1", "read_file", "{}")).to_json(),
-        Finish(FinishReason.error("X", "x")).to_json(),
+        BlockEnd(0, ToolCallBlock("call_1", "read_file", "{}")).to_dict(),
+        Finish(FinishReason.error("X", "x")).to_dict(),
     ]
     with open_session(log, [user(), attempt(stream=stream), retry()]) as session:
         assert session.messages() == [{"role": "user", "content": "hi"}]

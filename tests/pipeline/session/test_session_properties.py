@@ -43,7 +43,7 @@ def conversations(draw: st.DrawFn) -> list[Event]:
         steps = draw(st.integers(1, 2))
         for step in range(1, steps + 1):
             for number in range(1, draw(st.integers(0, 2)) + 1):
-                events.append(attempt(turn, step, number, [TextDelta(0, draw(texts)).to_json()]))
+                events.append(attempt(turn, step, number, [TextDelta(0, draw(texts)).to_dict()]))
                 events.append(retry(turn, step, number, delay_ms=draw(st.floats(0, 1e6))))
             ids = draw(st.lists(call_ids, unique=True, max_size=3))
             blocks = [reasoning(draw(texts)), text(draw(texts)), *(call_block(i, arguments=draw(texts)) for i in ids)]
