@@ -112,10 +112,11 @@ class SseFraming(BaseStage[bytes, Signal]):
             buf = piece
         lines = buf.split(b"\n")
         rest = lines.pop()
-        long_lines = len(buf) > limit  # only then can one of these lines cross the limit
+        # only then can one of these lines cross the limit (which only grows: an event of this read may widen it)
+        long_lines = len(buf) > limit
         data = self.data
         for position, line in enumerate(lines):
-            if long_lines and len(line) > limit:
+            if long_lines and len(line) > self.event_limit:  # the limit as the events before this line left it
                 self._line_exceeded(out)
                 return
             if line[:5] == b"data:":
@@ -156,7 +157,7 @@ class SseFraming(BaseStage[bytes, Signal]):
                     return
         self.open_bytes = len(rest)
         if rest:
-            if len(rest) > limit:
+            if len(rest) > self.event_limit:
                 self._line_exceeded(out)
             else:
                 pending.append(rest)

@@ -75,3 +75,19 @@ def test_a_long_line_is_refused_when_no_admitted_content_makes_room_for_it() -> 
     assert finish.reason.failure is not None
     assert "max_event_bytes" in finish.reason.failure.message
     assert finish_of(data, limits).reason.kind == "stop"  # the same line after the terminal event is never read
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["default chain", "rule chain"])
+def test_the_terminal_event_is_admitted_whether_its_deltas_arrive_in_the_same_read_or_before(general: bool) -> None:
+    # found by the fuzz harness: the widened line limit was read once per read, so a terminal line in the same read
+    # as its deltas was refused while the same bytes split earlier were admitted
+    limits = Limits(max_event_bytes=512, max_text_bytes=64 * KiB)
+    data = answer("Sonoran food, in short. " * 200, 40)
+    rules = pipeline.protocol_rules(limits) if general else None
+    whole = pipeline.collect([data], format="responses", limits=limits, rules=rules)
+    split = pipeline.collect([data[:700], data[700:]], format="responses", limits=limits, rules=rules)
+
+    assert whole == split
+    last = whole[-1]
+    assert isinstance(last, Finish)
+    assert last.reason.kind == "stop", last.reason
