@@ -7,7 +7,8 @@
 - Usage: ``message_start.message.usage`` merged field by field with each ``message_delta.usage`` (a ``null`` leaves the
   earlier value); its ``input_tokens`` exclude the cache reads and writes, so the OpenAI-shaped ``prompt_tokens`` is
   their sum, and the usage normalisation (``_usage.py``) gives the disjoint counts back.
-- The small helpers of the parser: a block's state, typed field access (a wrong type is ``Malformed``), chunk makers.
+- The small helpers of the parser: a block's state (its signature or redacted data kept), typed field access (a wrong
+  type is ``Malformed``), chunk makers.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._chunks import Anomaly
 from ._exceptions import LlmStreamError
+from ._signals import Signal
 from ._usage import is_count
 from ._wire import (
     UNSET,
@@ -134,6 +137,15 @@ class Block:
         self.deltas = False  # an input_json_delta came
         self.stopped = False
         self.opaque: str | None = None  # a thinking block's signature, a redacted_thinking block's data
+
+    def keep_opaque(self, field: str, value: object, out: list[Signal], index: int) -> None:
+        """A signature or redacted data: a non-empty string replaces what the block held; ``""`` and absent leave
+        it; anything else is an ``invalid-reasoning`` anomaly."""
+        if type(value) is str:
+            if value:
+                self.opaque = value
+        elif value is not None:
+            out.append(Anomaly("invalid-reasoning", index, f"{field} of type {type(value).__name__} ignored"))
 
 
 def index_of(body: dict[str, Any]) -> int:

@@ -29,7 +29,7 @@ import attrs
 import msgspec
 
 from ._limits import DEFAULT_LIMITS, Limits
-from ._parse_messages import messages_stage
+from ._messages_stage import messages_stage
 from ._parse_responses import responses_stage
 from ._parse_sse import chat_stage
 from ._signals import Signal
