@@ -21,10 +21,10 @@ from ._chunks import TextDelta
 from ._fast_apply import _new, _set_index, _set_text, fragment, reasoning
 from ._fast_framing import decoded as _decoded
 from ._fast_framing import finish as _finish
-from ._parse_responses import _ParseResponses
 from ._messages_stage import _ParseMessages
 from ._parse_sse import _ParseSse
 from ._responses_events import ResponsesEvent
+from ._responses_stage import _ParseResponses
 from ._wire import UNSET, WireChunk
 
 __all__ = ["HOT_READS", "HotRead"]

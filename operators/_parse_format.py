@@ -30,8 +30,8 @@ import msgspec
 
 from ._limits import DEFAULT_LIMITS, Limits
 from ._messages_stage import messages_stage
-from ._parse_responses import responses_stage
 from ._parse_sse import chat_stage
+from ._responses_stage import responses_stage
 from ._signals import Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
 
