@@ -18,16 +18,14 @@ them by ``scripts/gen_docs.py``.
 """
 
 from ._accumulate_arguments import accumulate_arguments
+from ._chunk_values import Failure, FinishKind, FinishReason, Usage
 from ._chunks import (
     Anomaly,
     BlockEnd,
     BlockStart,
     BlockType,
     Chunk,
-    Failure,
     Finish,
-    FinishKind,
-    FinishReason,
     ReasoningBlock,
     ReasoningDelta,
     Retry,
@@ -35,7 +33,6 @@ from ._chunks import (
     TextDelta,
     ToolCallBlock,
     ToolCallDelta,
-    Usage,
     UsageChunk,
     chunk_from_dict,
     chunk_from_json,

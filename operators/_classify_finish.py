@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._chunks import BlockStart, Finish, FinishReason
+from ._chunk_values import FinishReason
+from ._chunks import BlockStart, Finish
 from ._codes import Code
 from ._signals import PendingFinish, RefusalSeen, Rule, Signal
 from ._stage import BaseStage, Batch, stage_operator

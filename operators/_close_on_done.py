@@ -29,17 +29,16 @@ import logging
 from typing import Any
 
 from ._block_texts import BlockTexts
+from ._chunk_values import FinishReason, Usage
 from ._chunks import (
     BlockEnd,
     BlockStart,
     Finish,
-    FinishReason,
     ReasoningBlock,
     ReasoningDelta,
     TextBlock,
     TextDelta,
     ToolCallBlock,
-    Usage,
     UsageChunk,
 )
 from ._codes import Code

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ._chunks import Failure
+from ._chunk_values import Failure
 from ._codes import Code
 from ._sse_framing import quote
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from ._chunks import Failure
+from ._chunk_values import Failure
 from ._codes import Code
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "limit_exceeded"]

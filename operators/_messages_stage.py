@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ._chunks import Anomaly, Failure
+from ._chunk_values import Failure
+from ._chunks import Anomaly
 from ._codes import Code
 from ._format_mismatch import foreign_format, format_mismatch
 from ._limits import DEFAULT_LIMITS, Limits

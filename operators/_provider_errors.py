@@ -55,7 +55,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 
-from ._chunks import Failure
+from ._chunk_values import Failure
 from ._codes import Code, http_status_code
 from ._numbers import whole_ms
 

@@ -6,7 +6,8 @@ the fast path (``_fast_formats.py``) reads its hot events past. The typed events
 
 from __future__ import annotations
 
-from ._chunks import Anomaly, Failure
+from ._chunk_values import Failure
+from ._chunks import Anomaly
 from ._codes import Code
 from ._format_mismatch import foreign_format, format_mismatch
 from ._limits import DEFAULT_LIMITS, Limits

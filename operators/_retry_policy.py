@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from ._chunks import Failure
+from ._chunk_values import Failure
 from ._codes import DEFAULT_RETRYABLE_CODES, Code
 from ._numbers import is_json_number
 from ._retry_config import (

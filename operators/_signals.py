@@ -19,7 +19,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._chunks import Chunk, Failure, Usage
+from ._chunk_values import Failure, Usage
+from ._chunks import Chunk
 from ._exceptions import LlmStreamError
 from ._stage import Batch, Operator
 from ._wire import WireChunk

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from operators._chunks import Failure
+from operators import Failure
 from operators._provider_errors import (
     CONTEXT_OVERFLOW_WORDING,
     MAX_MESSAGE_CHARS,

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from operators import DEFAULT_RETRYABLE_CODES, Code
-from operators._chunks import Failure
+from operators import DEFAULT_RETRYABLE_CODES, Code, Failure
 from operators._retry_policy import MAX_TIMER_DELAY_MS, RetryPolicy, RetryPolicyError
 
 PATH = "provider.retryPolicy"
