@@ -46,6 +46,7 @@ __all__ = [
     "TextDelta",
     "ToolCallBlock",
     "ToolCallDelta",
+    "Usage",  # defined in _chunk_values; named here too, where _usage.py takes it
     "UsageChunk",
     "chunk_from_dict",
     "chunk_from_json",

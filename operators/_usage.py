@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ._chunk_values import Usage
+from ._chunks import Usage
 from ._numbers import MAX_SAFE_INTEGER
 from ._wire import WireUsage
 
