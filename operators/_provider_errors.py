@@ -41,23 +41,19 @@ Decisions callers rely on:
   context-overflow wording, so a gateway answering ``429 "You exceeded your current quota"`` in plain
   text is not retried as a rate limit. That text never becomes the message.
 - Only string fields make up the searched detail: an OpenRouter ``"code": 400`` adds nothing to it.
-- ``retry-after-ms`` / ``Retry-After``, ``x-should-retry`` and the request id are read here too, so one call gives
-  the whole ``Failure``.
+- ``retry-after-ms`` / ``Retry-After``, ``x-should-retry`` and the request id are read too (``_provider_headers.py``),
+  so one call gives the whole ``Failure``.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
-import math
 import re
-import time
 from collections.abc import Mapping
-from datetime import UTC
 
 from ._chunk_values import Failure
 from ._codes import Code, http_status_code
-from ._numbers import whole_ms
+from ._provider_headers import header, parse_should_retry, request_id_from, retry_after_from
 
 __all__ = [
     "CONTEXT_OVERFLOW_WORDING",
@@ -66,11 +62,6 @@ __all__ = [
     "QUOTA_WORDING",
     "classify_http_error",
     "classify_inband_error",
-    "parse_retry_after",
-    "parse_retry_after_ms",
-    "parse_should_retry",
-    "request_id_from",
-    "retry_after_from",
 ]
 
 MAX_MESSAGE_CHARS = 499
@@ -79,7 +70,6 @@ MAX_MESSAGE_CHARS = 499
 RAW_TEXT_SCAN_CHARS = 2000
 """A body that is not JSON is searched for wording only when it is at most this long."""
 
-_REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-deepseek-request-id")
 _REDACTED = "[redacted]"
 _FALLBACK_INBAND_MESSAGE = "provider reported an error"
 
@@ -117,80 +107,6 @@ CONTEXT_OVERFLOW_WORDING: re.Pattern[str] = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 """Wording that names the request outgrowing the model's context window (not any other size limit)."""
-
-
-# -- Retry-After and request id ------------------------------------------------------------------------------
-
-_DIGITS = re.compile(r"[0-9]+")
-_DECIMAL_SECONDS = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+")
-
-
-def _positive_finite(value: float) -> int | None:
-    return whole_ms(value) if math.isfinite(value) and value > 0 else None
-
-
-def parse_retry_after_ms(value: str | None) -> int | None:
-    """A ``retry-after-ms`` header value (milliseconds, as the openai SDK reads it first) as whole milliseconds to
-    wait, rounded up: ``"250"`` -> ``250``, ``"1.5"`` -> ``2``; None when it gives no positive finite delay."""
-    text = (value or "").strip()
-    if _DIGITS.fullmatch(text) or _DECIMAL_SECONDS.fullmatch(text):
-        return _positive_finite(float(text))
-    return None
-
-
-def parse_should_retry(value: str | None) -> bool | None:
-    """The ``x-should-retry`` header as the openai SDK reads it: exactly ``"true"`` or ``"false"``, else None."""
-    return {"true": True, "false": False}.get((value or "").strip())
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> int | None:
-    """A ``Retry-After`` header value as whole milliseconds to wait (rounded up), or None when it gives no usable
-    delay.
-
-    - all digits: seconds, ``"2"`` -> ``2000`` (``"0"`` -> None: no delay);
-    - decimal seconds: ``"1.5"`` -> ``1500``;
-    - otherwise an HTTP date (``"Wed, 21 Oct 2015 07:28:00 GMT"``) minus ``now`` (seconds since the epoch,
-      ``time.time()`` when None), kept only if finite and in the future;
-    - anything else (``"soon"``, ``"-5"``, ``""``): None.
-    """
-    if value is None:
-        return None
-    text = value.strip()
-    if _DIGITS.fullmatch(text) or _DECIMAL_SECONDS.fullmatch(text):
-        return _positive_finite(float(text) * 1000)  # an absurdly long digit string gives inf: None
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-        if when.tzinfo is None:  # "-0000" means UTC with no claim about local time
-            when = when.replace(tzinfo=UTC)
-        moment = when.timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError, OSError):
-        return None
-    current = time.time() if now is None else now
-    return _positive_finite((moment - current) * 1000)
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """The first non-empty value of header ``name`` (case-insensitive, also for a plain dict), stripped."""
-    direct = headers.get(name)  # httpx.Headers answers case-insensitively; a dict only for exact keys
-    if isinstance(direct, str) and direct.strip():
-        return direct.strip()
-    for key, value in headers.items():
-        if isinstance(key, str) and key.lower() == name and isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def request_id_from(headers: Mapping[str, str]) -> str | None:
-    """The provider's request id: the first non-empty of ``request-id``, ``x-request-id`` and
-    ``x-deepseek-request-id``, stripped.
-
-    Header names are matched case-insensitively, for ``httpx.Headers`` and plain dicts alike.
-    """
-    for name in _REQUEST_ID_HEADERS:
-        found = _header(headers, name)
-        if found is not None:
-            return found
-    return None
 
 
 # -- messages ------------------------------------------------------------------------------------------------
@@ -281,15 +197,8 @@ def classify_http_error(
         status=status,
         retry_after_ms=retry_after_from(facts),
         request_id=request_id_from(facts),
-        should_retry=parse_should_retry(_header(facts, "x-should-retry")),
+        should_retry=parse_should_retry(header(facts, "x-should-retry")),
     )
-
-
-def retry_after_from(headers: Mapping[str, str]) -> int | None:
-    """The provider's wait in whole milliseconds: ``retry-after-ms`` first, then ``Retry-After`` (the openai SDK's
-    order)."""
-    after_ms = parse_retry_after_ms(_header(headers, "retry-after-ms"))
-    return after_ms if after_ms is not None else parse_retry_after(_header(headers, "retry-after"))
 
 
 # -- in-band errors ------------------------------------------------------------------------------------------

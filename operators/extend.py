@@ -26,14 +26,8 @@ from ._faces import publish as _publish
 from ._fused import default_chain
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
-from ._provider_errors import (
-    OWN_ERROR_TYPE,
-    classify_http_error,
-    classify_inband_error,
-    parse_retry_after,
-    request_id_from,
-    retry_after_from,
-)
+from ._provider_errors import OWN_ERROR_TYPE, classify_http_error, classify_inband_error
+from ._provider_headers import parse_retry_after, request_id_from, retry_after_from
 from ._signals import (
     Done,
     FinishSeen,

@@ -19,9 +19,8 @@ from operators._provider_errors import (
     QUOTA_WORDING,
     classify_http_error,
     classify_inband_error,
-    parse_retry_after,
-    request_id_from,
 )
+from operators.extend import parse_retry_after, request_id_from
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC).timestamp()
 API_KEY = "sk-test-0123456789abcdef"
