@@ -7,7 +7,8 @@ _explain     the messages a model reads for what jsonschema finds
 _jsonvalue   a value's JSON type, JSON equality, JSON paths
 _convert     validated JSON -> the annotated Python types (the binder)
 _call        one call's edges: the model's arguments in, the tool's return value out
-_registry    ToolRegistry, and loading a tools module
+_registry    ToolRegistry
+_module      a tools module found and read (ToolRegistry.from_module)
 _turn        TurnEvent, TurnEventKind, run_turn, run_turn_to_end
 """
 

@@ -45,14 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
-import importlib
-import importlib.util
 import inspect
-import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar, overload
 
@@ -62,6 +56,7 @@ from .._logging import get_logger
 from ._call import DEFAULT_MAX_RESULT_CHARS, bounded_result, prepare, result_from_value
 from ._convert import Binder, binder_for
 from ._errors import ToolDefinitionError
+from ._module import tool_items, tools_module
 from ._quote import EXCERPT, describe, excerpt, safe_repr, utf8_safe
 from ._run import DEFAULT_TOOL_TIMEOUT, ToolTimedOut, check_timeout, run_sync, run_with_timeout
 from ._tool import Tool, ToolResult
@@ -257,26 +252,13 @@ class ToolRegistry:
         cannot be found, is a ``ToolDefinitionError`` (a ``ValueError``); an error the module itself raises while it
         is imported propagates as it is.
         """
-        loaded = module if isinstance(module, ModuleType) else _load_module(module)
-        label = f"tool module {loaded.__name__!r}" if isinstance(module, ModuleType) else f"tool module {module!r}"
-        has_tools, has_registry = hasattr(loaded, "TOOLS"), hasattr(loaded, "registry")
-        if has_tools and has_registry:
-            raise ToolDefinitionError(f"{label} defines both TOOLS and registry: keep one of them")
-        if has_registry:
+        label, loaded = tools_module(module)
+        if hasattr(loaded, "registry"):
             registry = loaded.registry
             if not isinstance(registry, ToolRegistry):
                 raise ToolDefinitionError(f"{label}: registry is a {type(registry).__name__}, expected a ToolRegistry")
             return registry
-        if not has_tools:
-            raise ToolDefinitionError(
-                f"{label} exposes no tools: define TOOLS (a list of functions or Tool objects) "
-                "or registry (a ToolRegistry)"
-            )
-        items = loaded.TOOLS
-        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-            raise ToolDefinitionError(
-                f"{label}: TOOLS is a {type(items).__name__}, expected a list of functions or Tool objects"
-            )
+        items = tool_items(label, loaded.TOOLS)
         built = cls()
         for index, item in enumerate(items):
             try:
@@ -292,28 +274,3 @@ class ToolRegistry:
                 raise ToolDefinitionError(f"{label}: TOOLS[{index}]: {exc}") from exc
         return built
 
-
-def _load_module(spec: str) -> ModuleType:
-    if spec.endswith(".py") or "/" in spec or "\\" in spec:
-        path = Path(spec).expanduser().resolve()
-        if not path.is_file():
-            raise ToolDefinitionError(f"tool module {spec!r}: no such file")
-        digest = hashlib.sha256(str(path).encode("utf-8", "surrogatepass")).hexdigest()[:12]
-        name = f"_llm_tools_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ToolDefinitionError(f"tool module {spec!r}: cannot be loaded as a Python module")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module  # dataclasses and string annotations look their module up here
-        try:
-            module_spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        return module
-    try:
-        return importlib.import_module(spec)
-    except ModuleNotFoundError as exc:
-        if exc.name and (spec == exc.name or spec.startswith(f"{exc.name}.")):
-            raise ToolDefinitionError(f"tool module {spec!r} cannot be imported: {exc}") from exc
-        raise  # the module exists but one of its own imports is missing: that error is the useful one
