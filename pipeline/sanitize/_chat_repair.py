@@ -33,6 +33,7 @@ from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limit
 from operators.extend import classify_inband_error
 
 from ._chat_calls import Choice
+from ._chat_fast import plain_events, text_shape
 from ._encode import error_event
 
 __all__ = ["ChatRepair"]
@@ -94,9 +95,10 @@ class ChatRepair:
                 if (len(data) > len(prefix) + len(suffix) and b'"' not in text and b"\n" not in text
                         and b"\r" not in text and not text.endswith(b"\\")):
                     return data  # its text cannot end the string, the event, or escape the quote that ends it
-            if data.endswith(b"\n\n") and b"\r" not in data and self._plain(data, events := data.count(b"\n\n")):
+            if (data.endswith(b"\n\n") and b"\r" not in data
+                    and plain_events(data, events := data.count(b"\n\n"), self._key)):
                 if events == 1:
-                    self._shape = _shape(data)
+                    self._shape = text_shape(data)
                 return data  # the common read: whole events no rule reads, nothing buffered
         if self._finish is not None or not data:
             return b""
@@ -118,7 +120,7 @@ class ChatRepair:
                 whole = True
                 last = buf.rfind(b"\n\n") + 2
                 block = buf[start:last] if start or last != len(buf) else buf
-                if last > start + 1 and self._plain(block, block.count(b"\n\n")):
+                if last > start + 1 and plain_events(block, block.count(b"\n\n"), self._key):
                     out.append(block)
                     start = last
                     break
@@ -184,23 +186,8 @@ class ChatRepair:
 
     # -- one event ----------------------------------------------------------------------------------------------------
 
-    def _plain(self, block: bytes, events: int) -> bool:
-        """Whether ``events`` whole events in ``block`` are each one ``data: {...}`` line that no rule reads (no
-        tool call, no error, no finish, no ``[DONE]``, no key): a few byte searches, whatever the number of events."""
-        return (
-            block.startswith(b"data: {")
-            and block.count(b"\n") == 2 * events
-            and block.count(b"\n\ndata: {") == events - 1
-            and b'"tool_calls"' not in block
-            and b'"error"' not in block
-            and b"[DONE]" not in block
-            and block.count(b'"finish_reason"')
-            == block.count(b'"finish_reason":null') + block.count(b'"finish_reason": null')
-            and (self._key is None or self._key not in block)
-        )
-
     def _event(self, event: bytes) -> bytes:
-        if self._released and not self._strict and self._plain(event, 1):
+        if self._released and not self._strict and plain_events(event, 1, self._key):
             return event  # the fast path: nothing here any rule reads
         return self._slow(event)
 
@@ -307,16 +294,3 @@ class ChatRepair:
         self._finish = Finish(FinishReason(_KINDS.get(reason or "stop", "stop")))
         return self._release(event if event.startswith(b"data:") else _DONE, True)
 
-
-def _shape(event: bytes) -> tuple[bytes, bytes]:
-    """The bytes before and after the text of a single ``"content"`` delta, or empty ones when it has no plain
-    text (an escaped quote or backslash at its end, two content keys): the shape later events are matched against."""
-    key = b'"content":"' if b'"content":"' in event else b'"content": "'
-    start = event.find(key)
-    if start < 0 or event.count(b'"content":') != 1:
-        return b"", b""
-    start += len(key)
-    end = event.find(b'"', start)
-    if end < 0 or event[end - 1 : end] == b"\\":
-        return b"", b""
-    return event[:start], event[end:]
