@@ -26,11 +26,23 @@ from __future__ import annotations
 
 import json
 import random
-import string
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+if __package__ in (None, ""):  # python benchmarks/corpus.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._corpus_events import (
+    OBFUSCATION,
+    TOOL_NAMES,
+    Envelopes,
+    Json,
+    arguments_text,
+    fragment_sizes,
+    text_delta,
+)
 
 __all__ = [
     "CORPUS_DIR",
@@ -49,7 +61,6 @@ CORPUS_DIR = Path(__file__).resolve().parent / ".corpus"
 
 DEFAULT_SEED = 20240611
 
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -117,144 +128,11 @@ class Corpus:
         return [data[start : start + size] for start in range(0, len(data), size)]
 
 
-# --------------------------------------------------------------------------------------------------- content
-
-_WORDS = (
-    "the", "a", "an", "of", "to", "in", "on", "for", "with", "by", "from", "as", "at", "is", "are", "was", "be",
-    "this", "that", "it", "its", "stream", "pipeline", "chunk", "operator", "event", "delta", "token", "response",
-    "message", "tool", "call", "argument", "parser", "decoder", "buffer", "batch", "byte", "line", "payload", "json",
-    "schema", "value", "field", "index", "identity", "block", "text", "reasoning", "finish", "usage", "model",
-    "client", "server", "gateway", "request", "retry", "error", "timeout", "latency", "throughput", "memory",
-    "allocation", "function", "return", "result", "state", "machine", "observable", "subscribe", "emit", "complete",
-    "dispose", "source", "sink", "protocol", "wire", "frame", "envelope", "choice", "content", "role", "assistant",
-    "user", "system", "we", "you", "they", "can", "will", "should", "must", "may", "might", "could", "would", "does",
-    "did", "has", "have", "had", "not", "but", "and", "or", "so", "then", "because", "when", "while", "where",
-    "which", "who", "what", "how", "why", "first", "second", "next", "last", "each", "every", "some", "many", "few",
-    "more", "most",
-)
-_SPECIAL = ("café", "naïve", "—", "→", "über", "🚀", "✅", "日本語", "Ω", "½")
-_PUNCT = (",", ".", ":", ";", "!", "?")
-
-
-def _text_delta(rng: random.Random) -> str:
-    """One or two tokens, the way a model streams them."""
-    roll = rng.random()
-    if roll < 0.03:
-        return "\n\n"
-    if roll < 0.06:
-        return " " + rng.choice(_SPECIAL)
-    word = rng.choice(_WORDS)
-    if roll < 0.35:
-        word += " " + rng.choice(_WORDS)
-    piece = " " + word
-    if rng.random() < 0.12:
-        piece += rng.choice(_PUNCT)
-    if rng.random() < 0.03:
-        piece += ' "quoted"'
-    return piece
-
-
-_TOOL_NAMES = ("write_file", "run_shell", "search_code", "get_weather", "create_issue", "edit_file")
-
-
-def _arguments(rng: random.Random, length: int, n: int) -> str:
-    """A JSON object of exactly ``length`` characters (at least 9), with escapes in it (quotes, newlines,
-    backslashes, non-ASCII) when there is room."""
-    if length < 80:
-        return _padded({"q": ""}, "q", length)
-    body: Json = {"path": f"src/module_{n}.py", "mode": "overwrite", "line": n * 7, "content": ""}
-    budget = length - len(_compact(body)) - 12
-    words: list[str] = []
-    total = 0
-    while total < budget:
-        word = rng.choice(_WORDS)
-        roll = rng.random()
-        if roll < 0.05:
-            word += "\n"
-        elif roll < 0.07:
-            word = f'"{word}"'
-        elif roll < 0.08:
-            word = "C:\\tmp\\" + word
-        elif roll < 0.09:
-            word = rng.choice(_SPECIAL)
-        words.append(word)
-        total += len(_compact(word)) - 1
-    body["content"] = " ".join(words)
-    while len(_compact(body)) > length:
-        words.pop()
-        body["content"] = " ".join(words)
-    return _padded(body, "content", length)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _padded(body: Json, key: str, length: int) -> str:
-    text = _compact(body)
-    missing = length - len(text)
-    body[key] += ("Paris Berlin Tokyo Lima Oslo " * (missing // 29 + 1))[:missing]
-    text = _compact(body)
-    if len(text) != length:
-        raise AssertionError(f"arguments of {len(text)} characters, wanted {length}")
-    return text
-
-
-def _fragment_sizes(rng: random.Random, count: int) -> list[int]:
-    """``count`` sizes of 3 to 12 characters, adding up to at least 9 (the smallest JSON object used)."""
-    sizes = [rng.randint(3, 12) for _ in range(count)]
-    at = 0
-    while sum(sizes) < 9:
-        sizes[at] = min(12, sizes[at] + 9 - sum(sizes))
-        at += 1
-    return sizes
-
-
-# --------------------------------------------------------------------------------------------------- envelopes
-
-_OBFUSCATION = string.ascii_letters + string.digits
-
-
-class _Envelopes:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        suffix = "".join(rng.choice(_OBFUSCATION) for _ in range(29))
-        self.head = {
-            "id": f"chatcmpl-{suffix}",
-            "object": "chat.completion.chunk",
-            "created": 1_733_011_200 + rng.randint(0, 10_000_000),
-            "model": "gpt-4o-2024-08-06",
-            "service_tier": "default",
-            "system_fingerprint": "fp_" + "".join(rng.choice("0123456789abcdef") for _ in range(10)),
-        }
-        self.dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-        # The envelope around the delta, encoded once (the same bytes json.dumps gives for the whole object).
-        self.prefix = "data: " + self.dumps(self.head)[:-1] + ',"choices":[{"index":0,"delta":'
-
-    def _obfuscation(self) -> str:
-        return "".join(self.rng.choices(_OBFUSCATION, k=self.rng.randint(0, 8)))
-
-    def delta(self, delta: Json, finish_reason: str | None = None, *, obfuscation: str | None = None) -> bytes:
-        reason = "null" if finish_reason is None else self.dumps(finish_reason)
-        padding = self._obfuscation() if obfuscation is None else obfuscation
-        return (
-            f'{self.prefix}{self.dumps(delta)},"logprobs":null,"finish_reason":{reason}}}],'
-            f'"usage":null,"obfuscation":"{padding}"}}\n\n'
-        ).encode()
-
-    def usage(self, usage: Json, *, obfuscation: str | None = None) -> bytes:
-        env: Json = dict(self.head)
-        env["choices"] = []
-        env["usage"] = usage
-        env["obfuscation"] = self._obfuscation() if obfuscation is None else obfuscation
-        return b"data: " + self.dumps(env).encode() + b"\n\n"
-
-
 def response(events: int, tools: int = 2, tool_share: float = 0.25, *, seed: int = DEFAULT_SEED,
              name: str = "custom") -> Corpus:
     """One response of ``events`` JSON payloads (``[DONE]`` not counted): text, then ``tools`` tool calls."""
     rng = random.Random(f"{seed}:{events}:{tools}:{tool_share}")
-    env = _Envelopes(rng)
+    env = Envelopes(rng)
     fixed = 3  # role, finish, usage
     body = max(events - fixed, 0)
     tools = min(tools, body // 2)
@@ -264,7 +142,7 @@ def response(events: int, tools: int = 2, tool_share: float = 0.25, *, seed: int
     frames: list[bytes] = [env.delta({"role": "assistant", "content": "", "refusal": None})]
     text_parts: list[str] = []
     for _ in range(text_events):
-        piece = _text_delta(rng)
+        piece = text_delta(rng)
         text_parts.append(piece)
         frames.append(env.delta({"content": piece}))
 
@@ -273,10 +151,10 @@ def response(events: int, tools: int = 2, tool_share: float = 0.25, *, seed: int
     # Split the tool events between the calls; each call is an opener plus its argument fragments.
     shares = [tool_events // tools + (1 if n < tool_events % tools else 0) for n in range(tools)] if tools else []
     for n, share in enumerate(shares):
-        call_id = "call_" + "".join(rng.choice(_OBFUSCATION) for _ in range(24))
-        tool_name = _TOOL_NAMES[n % len(_TOOL_NAMES)]
-        sizes = _fragment_sizes(rng, share - 1)
-        arguments = _arguments(rng, sum(sizes), n)
+        call_id = "call_" + "".join(rng.choice(OBFUSCATION) for _ in range(24))
+        tool_name = TOOL_NAMES[n % len(TOOL_NAMES)]
+        sizes = fragment_sizes(rng, share - 1)
+        arguments = arguments_text(rng, sum(sizes), n)
         fragments: list[str] = []
         at = 0
         for step in sizes:  # cut anywhere: inside words, escapes and multi-byte characters' neighbours
@@ -331,17 +209,17 @@ def fixed_size_response(events: int, size: int = 448, *, seed: int = DEFAULT_SEE
     """A text response whose every payload event is exactly ``size`` bytes (padded in ``obfuscation``), so a server
     writing ``size``-byte pieces sends one event per write (the concurrency test drips them at 20 events/s)."""
     rng = random.Random(f"{seed}:fixed:{events}:{size}")
-    env = _Envelopes(rng)
+    env = Envelopes(rng)
 
     def padded(make: Callable[[str], bytes]) -> bytes:
         missing = size - len(make(""))
         if missing < 0:
             raise ValueError(f"an event needs {size - missing} bytes, more than {size}")
-        frame = make("".join(rng.choices(_OBFUSCATION, k=missing)))
+        frame = make("".join(rng.choices(OBFUSCATION, k=missing)))
         assert len(frame) == size
         return frame
 
-    texts = [_text_delta(rng) for _ in range(max(events - 3, 0))]
+    texts = [text_delta(rng) for _ in range(max(events - 3, 0))]
     frames = [padded(lambda o: env.delta({"role": "assistant", "content": "", "refusal": None}, obfuscation=o))]
     for text in texts:
         frames.append(padded(lambda o, text=text: env.delta({"content": text}, obfuscation=o)))  # type: ignore[misc]
