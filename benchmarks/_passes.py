@@ -1,5 +1,5 @@
 """The passes after the sizes, on the streams ``Bench`` kept: the Rx per-event overhead (two methods, see
-``_workloads.py``), the linearity check (bytes->chunks us/event on 4k, 9k and 153k events, interleaved), and the
+``_rx_overhead.py``), the linearity check (bytes->chunks us/event on 4k, 9k and 153k events, interleaved), and the
 chain construction time (``translate(b"")`` built, subscribed and run to its finish, averaged over 10,000).
 """
 
@@ -10,6 +10,7 @@ import statistics
 from functools import partial
 from typing import Any
 
+from benchmarks import _rx_overhead as rx
 from benchmarks import _workloads as work
 from benchmarks._rows import Spec, round_robin
 from benchmarks._throughput import Bench
@@ -24,7 +25,7 @@ LINEARITY_BUDGET_S = 4.0
 
 
 def overhead_pass(bench: Bench) -> None:
-    """Rx per-event overhead, both methods (see _workloads.py), in a dedicated pass of interleaved runs on the
+    """Rx per-event overhead, both methods (see _rx_overhead.py), in a dedicated pass of interleaved runs on the
     medium stream (or the longest measured up to medium)."""
     name = next((n for n in ("medium", "4k", "smoke", "large") if n in bench.kept), None)
     if name is None:
@@ -33,11 +34,11 @@ def overhead_pass(bench: Bench) -> None:
     items = max(1, round(chunks / len(pieces)))
     specs = [
         Spec("translate", partial(work.ours_chunks, pieces), lambda _: ""),
-        Spec("identity chain, Rx", partial(work.identity_chain, pieces, items), lambda _: ""),
-        Spec("identity chain, plain", partial(work.identity_plain, pieces, items), lambda _: ""),
+        Spec("identity chain, Rx", partial(rx.identity_chain, pieces, items), lambda _: ""),
+        Spec("identity chain, plain", partial(rx.identity_plain, pieces, items), lambda _: ""),
     ]
     if bench.factories is not None:
-        specs.append(Spec("direct", partial(work.direct_stages(bench.factories), pieces), lambda _: ""))
+        specs.append(Spec("direct", partial(rx.direct_stages(bench.factories), pieces), lambda _: ""))
     rounds = 3 if name == "large" else OVERHEAD_ROUNDS
     round_robin(specs, rounds, warm=True)
     best = {spec.label: statistics.median(spec.times) for spec in specs}
@@ -84,7 +85,7 @@ def chain_construction(bench: Bench, rounds: int) -> None:
         gc.collect()
         gc.disable()
         try:
-            build_s, whole_s = work.chain_construction(CONSTRUCTION_CHAINS)
+            build_s, whole_s = rx.chain_construction(CONSTRUCTION_CHAINS)
         finally:
             gc.enable()
         builds.append(build_s)

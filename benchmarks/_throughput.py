@@ -16,6 +16,7 @@ from typing import Any
 
 import operators
 import pipeline
+from benchmarks import _rx_overhead as rx
 from benchmarks import _workloads as work
 from benchmarks._rows import Results, Row, Spec, compare, expected_message, round_robin
 from benchmarks.corpus import Corpus, build
@@ -40,7 +41,7 @@ class Bench:
         self.results = Results()
         self.peers: Any = None
         self.merge = "add_ai_message_chunks"
-        self.factories = work.stage_factories([operators.parse_sse(), *pipeline.protocol_rules()])
+        self.factories = rx.stage_factories([operators.parse_sse(), *pipeline.protocol_rules()])
         self.kept: dict[str, tuple[int, int, list[bytes]]] = {}
         """events, expected chunks and pieces of the streams the overhead and linearity passes reuse."""
 
@@ -69,10 +70,10 @@ class Bench:
         work.httpx_sse(pieces)
         work.ours_chunks(pieces)
         work.ours_assembled(pieces)
-        work.identity_chain(pieces, 2)
-        work.identity_plain(pieces, 2)
+        rx.identity_chain(pieces, 2)
+        rx.identity_plain(pieces, 2)
         if self.factories is not None:
-            work.direct_stages(self.factories)(pieces)
+            rx.direct_stages(self.factories)(pieces)
         if self.peers is not None:
             self.peers.openai_sdk(pieces)
             self.peers.langchain_merge("add_ai_message_chunks")(pieces)
@@ -116,7 +117,7 @@ class Bench:
                           note=f"{corpus.expected_chunks:,} chunks; parse_sse: {wire:,} wire chunks"))
         specs.append(Spec("ours: bytes->assembled", partial(work.ours_assembled, pieces), message_check, fatal=True))
         if self.factories is not None:
-            specs.append(Spec("ours: stages without Rx", partial(work.direct_stages(self.factories), pieces),
+            specs.append(Spec("ours: stages without Rx", partial(rx.direct_stages(self.factories), pieces),
                               chunks_check, fatal=True, note="the same stages, plain calls (Rx overhead)"))
         # 4. peers
         if self.peers is not None:

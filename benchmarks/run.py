@@ -11,14 +11,14 @@ Rows (each is the whole job, from the same 4 KB pieces already in memory, to its
     httpx-sse                    httpx-sse's own decoders (UTF-8 decode, SSELineDecoder, SSEDecoder) + json.loads
     ours: bytes->chunks          ``pipeline.translate(pieces)``, collecting the chunks
     ours: bytes->assembled       ``pipeline.assemble(pipeline.collect(pieces))``
-    ours: stages without Rx      the same stages driven by plain calls (for the Rx overhead; see _workloads.py)
+    ours: stages without Rx      the same stages driven by plain calls (for the Rx overhead; see _rx_overhead.py)
     openai / langchain-core      peers doing bytes -> assembled message (see _peers.py); "x ours" is their time
                                  over ours: bytes->assembled
     loopback                     the same bytes served by the emulator (a child process) over loopback HTTP in
                                  4 KB writes: httpx.AsyncClient reading only; + ``pipeline.stream(aiter_bytes())``
                                  -> assembled; the library's whole client ``ChatClient.complete`` (when present)
 
-Also: the Rx per-event overhead (two methods, see _workloads.py), the chain construction time (``translate(b"")``
+Also: the Rx per-event overhead (two methods, see _rx_overhead.py), the chain construction time (``translate(b"")``
 built, subscribed and run to its finish, averaged over 10,000), the linearity check (bytes->chunks us/event on 4k,
 9k and 153k events, interleaved), the memory subprocess (memory.py) and the concurrency subprocess
 (concurrency.py), then the targets with PASS / MISS.
