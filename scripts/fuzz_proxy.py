@@ -115,8 +115,13 @@ def plan_of(data: bytes, client: Client) -> Plan:
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, pieces: list[bytes], cut: bool) -> None:
-        self.pieces, self.cut = pieces, cut
+    """A canned body, in pieces (``cut``: a reset after them); closing it marks its request ``closed``."""
+
+    def __init__(self, pieces: list[bytes], cut: bool, sent: Sent) -> None:
+        self.pieces, self.cut, self.sent = pieces, cut, sent
+
+    async def aclose(self) -> None:
+        self.sent.closed = True
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for piece in self.pieces:
@@ -134,9 +139,8 @@ class Upstream(httpx.AsyncBaseTransport):
         self.sent: list[Sent] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
         sent = Sent(request.url.scheme, request.url.host, request.url.port, request.url.raw_path,
-                    [(bytes(k).lower(), bytes(v)) for k, v in request.headers.raw], body)
+                    [(bytes(k).lower(), bytes(v)) for k, v in request.headers.raw], await request.aread())
         self.sent.append(sent)
         try:
             await asyncio.sleep(0)
@@ -147,12 +151,12 @@ class Upstream(httpx.AsyncBaseTransport):
             raise httpx.ConnectError("connection refused", request=request)
         if self.answer == "sse":
             return httpx.Response(200, headers=[("content-type", "text/event-stream")],
-                                  stream=_Body([SSE[:40], SSE[40:]], False), request=request)
+                                  stream=_Body([SSE[:40], SSE[40:]], False, sent), request=request)
         status, headers = (429, [("retry-after", "1")]) if self.answer == "429" else (200, [])
         headers = [("content-type", "application/json"), *headers, *HOP]
         half = len(JSON) // 2
-        return httpx.Response(status, headers=headers, stream=_Body([JSON[:half], JSON[half:]], self.answer == "cut"),
-                              request=request)
+        body = _Body([JSON[:half], JSON[half:]], self.answer == "cut", sent)
+        return httpx.Response(status, headers=headers, stream=body, request=request)
 
 
 class _Records(logging.Handler):
@@ -205,7 +209,7 @@ async def _drive(app: Any, client: Client, plan: Plan, run: Run) -> None:
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
-        (run.late if gone.is_set() else run.messages).append(message)
+        (run.late if run.hung_up else run.messages).append(message)  # after its end too: uvicorn raises then
         if message.get("type") == "http.response.start" and plan.hang_up == "response":
             run.hung_up = True
             gone.set()

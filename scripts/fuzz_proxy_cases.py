@@ -61,6 +61,9 @@ class Sent:
     headers: list[tuple[bytes, bytes]]
     body: bytes
     cancelled: bool = False
+    """Cancelled before its answer (the client went away)."""
+    closed: bool = False
+    """Its answer's body was closed (the upstream's connection released)."""
 
 
 @attrs.define

@@ -236,7 +236,10 @@ def check_upstream_headers(run: Run, sent: Sent) -> None:
 
 
 def check_answer(run: Run) -> None:
-    """The upstream's answer as the client got it."""
+    """The upstream's answer as the client got it, and released whatever the client did."""
+    for sent in run.upstream:
+        answered = not sent.cancelled and run.plan.answer != "connect"
+        ensure(sent.closed or not answered, "answer: the upstream's response was never closed (its connection held)")
     if not run.upstream or run.hung_up or run.upstream[0].cancelled:
         return
     answer, status = run.plan.answer, status_of(run)

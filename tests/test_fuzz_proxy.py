@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import httpx
 import pytest
 
 from pipeline.sanitize import _proxy_forward, _proxy_headers
@@ -163,3 +164,15 @@ def test_the_built_in_loop_runs_the_proxy_target_bounded(tmp_path: Path, capsys:
     assert code == 0, printed
     assert int(printed.split("inputs=")[1].split()[0]) > len(fuzz_proxy.proxy_seeds())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_oracle_catches_an_upstream_response_never_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = request("/v1/models")
+    fuzz_proxy_oracle.check_run(run(data))
+
+    async def left_open(self: httpx.Response) -> None:
+        pass
+
+    monkeypatch.setattr(httpx.Response, "aclose", left_open)
+    with pytest.raises(fuzz.OracleFailure, match="never closed"):
+        fuzz_proxy_oracle.check_run(run(data))
