@@ -162,10 +162,12 @@ class Upstream(httpx.AsyncBaseTransport):
 class _Records(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.texts: list[str] = []
+        self.run: Run | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.texts.append(record.getMessage() + (record.exc_text or ""))
+        if self.run is not None:
+            self.run.logs.append(record.getMessage() + (record.exc_text or ""))
+            self.run.access += record.name == "llm_stream.proxy.access"
 
 
 _apps: dict[tuple[Any, ...], tuple[Any, Upstream]] = {}
@@ -232,13 +234,14 @@ def run_proxy(data: bytes, plan: Plan | None = None) -> Run | None:
     run = Run(client, plan)
     _loop = _loop or asyncio.new_event_loop()  # one loop for every input: a new one per input costs more than it
     logger = logging.getLogger("llm_stream")
-    level, _records.texts = logger.level, run.logs
+    level, _records.run = logger.level, run
     logger.setLevel(logging.DEBUG)
     logger.addHandler(_records)
     try:
         _loop.run_until_complete(asyncio.wait_for(_drive(app, client, plan, run), TIME_LIMIT_S))
     finally:
         logger.removeHandler(_records)
+        _records.run = None
         logger.setLevel(level)
     run.upstream = upstream.sent
     return run

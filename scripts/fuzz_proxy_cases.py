@@ -75,6 +75,8 @@ class Run:
     """Messages sent after the client went away (uvicorn drops them)."""
     upstream: list[Sent] = attrs.Factory(list)
     logs: list[str] = attrs.Factory(list)
+    """The records of the ``llm_stream`` loggers, every level; ``access`` counts the access log's."""
+    access: int = 0
     hung_up: bool = False
 
 

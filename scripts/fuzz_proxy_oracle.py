@@ -4,7 +4,8 @@ from docs/proxy.md, never from the proxy's own code (its allow-list and its path
 Each check names itself in the ``OracleFailure`` it raises:
 
 - the ASGI messages are well formed: one ``http.response.start`` with a status h11 can send (200-599 and headers h11
-  accepts), bodies after it, the last with ``more_body`` False, unless the client hung up or the upstream cut the body;
+  accepts), bodies after it, the last with ``more_body`` False and nothing after it, unless the client hung up or the
+  upstream cut the body;
 - what reached the upstream: its scheme, host and port are the upstream's; its path is under the base path, no
   decoded segment ``.`` or ``..``, and is the client's path after ``/v1/`` as sent (dot segments resolved); its query
   is the client's (no empty ``?`` added); its body is the client's byte for byte, within ``max_body_bytes``; no header
@@ -15,7 +16,9 @@ Each check names itself in the ``OracleFailure`` it raises:
   nothing for a client that hung up);
 - a pass-through answer reaches the client with its status and body byte for byte, without hop-by-hop headers (a
   cut one stays cut), a clean chat stream byte for byte, an unreachable upstream as 502;
-- no key, in any letter case or a cut of 8 characters, is in a record of the ``llm_stream`` loggers.
+  the upstream's response is closed whatever the client did;
+- one access-log line per request, and no key, in any letter case or a cut of 8 characters, in any record of the
+  ``llm_stream`` loggers.
 """
 
 from __future__ import annotations
@@ -260,6 +263,7 @@ def check_answer(run: Run) -> None:
 
 
 def check_logs(run: Run) -> None:
+    ensure(run.access == 1, f"logs: {run.access} access-log lines for one request")
     keys = [*CLIENT_KEYS, UPSTREAM_KEY]
     for text in run.logs:
         folded = text.lower()
