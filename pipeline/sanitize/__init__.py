@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._chat_repair import ChatRepair
 from ._encode import OpenAIEncoder, usage_json
 from ._messages_repair import MessagesRepair
