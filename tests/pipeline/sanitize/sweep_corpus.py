@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,6 +185,11 @@ _SHAPES = {"chat": ("get_final_completion", _chat), "messages": ("get_final_mess
            "responses": ("get_final_response", _responses)}
 
 
+def _shaped(shape: Callable[[Any], dict[str, Any]], result: Any) -> dict[str, Any]:
+    """The normalized reading, and the whole result as the SDK's model dumps it (``dump``: every field it read)."""
+    return {**shape(result), "dump": result.model_dump()}
+
+
 def _clients(kind: Kind, base_url: str, transport: bool, streams: list[Stream]) -> dict[str, Any]:
     """One SDK client per format, all on one HTTP client of ``kind`` (one SSL context: building one costs ~90 ms);
     the anthropic SDK (>= 2 takes only httpx2 clients) only where Messages streams are read."""
@@ -207,8 +213,9 @@ def _opened(client: Any, stream: Stream) -> Any:
 
 
 def sdk_readings(kind: Kind, base_url: str, streams: list[Stream], *, transport: bool) -> dict[str, dict[str, Any]]:
-    """What the unmodified SDK of each stream's format returns from its stream helper's final result (normalized),
-    or the error it raised (``{"error": type name, "status", "x-should-retry", "message"}``), by stream name."""
+    """What the unmodified SDK of each stream's format returns from its stream helper's final result (normalized,
+    with ``dump``), or the error it raised (``{"error": type name, "api_error", "status", "x-should-retry",
+    "message"}``), by stream name."""
     out: dict[str, dict[str, Any]] = {}
     if not kind.endswith("async"):
         clients = _clients(kind, base_url, transport, streams)
@@ -216,7 +223,7 @@ def sdk_readings(kind: Kind, base_url: str, streams: list[Stream], *, transport:
             final, shape = _SHAPES[stream.format]
             try:
                 with _opened(clients[stream.format], stream) as events:
-                    out[stream.name] = shape(getattr(events, final)())
+                    out[stream.name] = _shaped(shape, getattr(events, final)())
             except Exception as exc:
                 out[stream.name] = _error(exc)
         clients["http"].close()
@@ -228,7 +235,7 @@ def sdk_readings(kind: Kind, base_url: str, streams: list[Stream], *, transport:
             final, shape = _SHAPES[stream.format]
             try:
                 async with _opened(clients[stream.format], stream) as events:
-                    out[stream.name] = shape(await getattr(events, final)())
+                    out[stream.name] = _shaped(shape, await getattr(events, final)())
             except Exception as exc:
                 out[stream.name] = _error(exc)
         await clients["http"].aclose()

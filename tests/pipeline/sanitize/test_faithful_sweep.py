@@ -98,6 +98,10 @@ SDK_LIMITS: dict[str, str] = {
 }
 
 
+PLAIN_READS_RIGHT = (65, 40, 33)
+"""How many chat, Messages and Responses streams the plain SDK (no transport) reads as the library does."""
+
+
 @pytest.fixture(scope="module")
 def corpus() -> Iterator[Gateway]:
     with corpus_gateway() as gateway:
@@ -125,8 +129,8 @@ def through(corpus: Gateway) -> Callable[[Kind], dict[str, dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def plain(corpus: Gateway) -> dict[str, dict[str, Any]]:
-    """The plain SDK's reading (httpx2, no transport) of the streams it cannot read as the library does."""
-    return sdk_readings("httpx2", corpus.base_url, [s for s in STREAMS if s.name in SDK_LIMITS], transport=False)
+    """The plain SDK's reading of every stream (httpx2, no transport)."""
+    return sdk_readings("httpx2", corpus.base_url, STREAMS, transport=False)
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +172,18 @@ def test_the_sdk_through_the_transport_reads_each_stream_as_the_library_does(
         assert plain[stream.name] != got
     else:  # the SDK's own limit: it reads the stream the same without the transport
         assert got == plain[stream.name]
+
+
+def test_where_the_plain_sdk_reads_as_the_library_does_the_transport_changes_nothing_it_returns(
+    through: Callable[[Kind], dict[str, dict[str, Any]]], plain: dict[str, dict[str, Any]]
+) -> None:
+    """Repair, don't rewrite (0032): on every stream the plain SDK already reads as the library does, its whole final
+    result through the transport (the model's dump: ids, usage, logprobs, unknown fields) is the plain one."""
+    agree = [s for s in STREAMS if disagreement(s, library_reading(s), plain[s.name], False) is None
+             and "dump" in plain[s.name]]
+    counts = {fmt: sum(s.format == fmt for s in agree) for fmt in ("chat", "messages", "responses")}
+    assert counts == {"chat": PLAIN_READS_RIGHT[0], "messages": PLAIN_READS_RIGHT[1], "responses": PLAIN_READS_RIGHT[2]}
+    assert [s.name for s in agree if through("httpx2")[s.name] != plain[s.name]] == []
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "httpx2"])
