@@ -6,16 +6,20 @@ reasoning, each call's id, name and arguments, the finish mapped the SDK's way; 
 notes promise (an HTTP error naming our code with ``x-should-retry`` as classified before the first byte, the in-band
 error after it).
 
-The SDK's final result is read on ``httpx2`` (sync: the SDKs' own default) and ``httpx`` (async); on all four client
-kinds, and through a ``Proxy`` on loopback, the bytes a client gets (status, retry headers, body, how it ended) are
-the same. ``SDK_LIMITS`` lists the streams the SDK cannot read as the library does, each with its reason: the SDK
+The SDK's final result is read on ``httpx2.Client`` (the SDKs' own default) and async (``httpx.AsyncClient`` for
+openai, ``httpx2.AsyncClient`` for anthropic, which takes no httpx client); where the plain SDK already reads a stream
+as the library does, its whole result through the transport is the plain one. On all four client kinds, and through a
+``Proxy`` on loopback, the bytes a client gets (status, retry headers, body, how it ended) are the same. The counts
+docs/keep-your-client.md shows are checked here. ``SDK_LIMITS`` lists the streams the SDK cannot read as the library does, each with its reason: the SDK
 reads each of them the same without the transport, and an entry that no longer disagrees fails the test.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,6 +102,7 @@ SDK_LIMITS: dict[str, str] = {
 }
 
 
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 PLAIN_READS_RIGHT = (65, 40, 33)
 """How many chat, Messages and Responses streams the plain SDK (no transport) reads as the library does."""
 
@@ -172,6 +177,29 @@ def test_the_sdk_through_the_transport_reads_each_stream_as_the_library_does(
         assert plain[stream.name] != got
     else:  # the SDK's own limit: it reads the stream the same without the transport
         assert got == plain[stream.name]
+
+
+def _table(path: Path) -> dict[str, list[str]]:
+    """The rows of the "What the sweep shows" table: corpus -> its cells."""
+    rows = [line.strip("|").split("|") for line in path.read_text().splitlines() if line.startswith("| `")]
+    return {cells[0].strip().split("`")[1]: [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def test_the_counts_docs_keep_your_client_claims_are_the_sweeps(
+    through: Callable[[Kind], dict[str, dict[str, Any]]]
+) -> None:
+    """Each corpus's row: streams, agreeing, failures raised (HTTP / in-band), the SDK's own limits (httpx2)."""
+    counts: dict[str, Counter[str]] = {}
+    for stream in STREAMS:
+        lib, got, forwarded = library_reading(stream), through("httpx2")[stream.name], forwarded_before_failing(stream)
+        count = counts.setdefault(stream.name.rsplit("/", 1)[0], Counter())
+        agrees = disagreement(stream, lib, got, forwarded) is None
+        raised = agrees and "error" in got and lib["finish"][0] == "error"
+        count.update(streams=1, agree=agrees, limit=not agrees, http=raised and forwarded is False,
+                     in_band=raised and forwarded is True)
+    rows = {folder: [str(c["streams"]), str(c["agree"]), f"{c['http']} / {c['in_band']}", str(c["limit"])]
+            for folder, c in counts.items()}
+    assert _table(DOCS / "keep-your-client.md") == rows
 
 
 def test_where_the_plain_sdk_reads_as_the_library_does_the_transport_changes_nothing_it_returns(
