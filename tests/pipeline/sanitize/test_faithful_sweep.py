@@ -6,12 +6,13 @@ reasoning, each call's id, name and arguments, the finish mapped the SDK's way; 
 notes promise (an HTTP error naming our code with ``x-should-retry`` as classified before the first byte, the in-band
 error after it).
 
-The SDK's final result is read on ``httpx2.Client`` (the SDKs' own default) and async (``httpx.AsyncClient`` for
-openai, ``httpx2.AsyncClient`` for anthropic, which takes no httpx client); where the plain SDK already reads a stream
-as the library does, its whole result through the transport is the plain one. On all four client kinds, and through a
+The SDK's final result is read on every client kind it takes (``httpx2`` and ``httpx``, sync and async, for openai;
+``httpx2``'s two for anthropic, which takes no httpx client); where the plain SDK already reads a stream as the
+library does, its whole result through the transport is the plain one. On all four client kinds, and through a
 ``Proxy`` on loopback, the bytes a client gets (status, retry headers, body, how it ended) are the same. The counts
-docs/keep-your-client.md shows are checked here. ``SDK_LIMITS`` lists the streams the SDK cannot read as the library does, each with its reason: the SDK
-reads each of them the same without the transport, and an entry that no longer disagrees fails the test.
+docs/keep-your-client.md shows are checked here. ``SDK_LIMITS`` lists the streams the SDK cannot read as the library
+does, each with its reason: the SDK reads each of them the same without the transport, and an entry that no longer
+disagrees fails the test.
 """
 
 from __future__ import annotations
@@ -118,15 +119,13 @@ def _cached(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda key: cache[key] if key in cache else cache.setdefault(key, read(key))
 
 
-_FORMATS_READ: dict[str, tuple[str, ...]] = {"httpx2": ("chat", "messages", "responses"), "httpx2-async": ("messages",)}
 
 
 @pytest.fixture(scope="module")
 def through(corpus: Gateway) -> Callable[[Kind], dict[str, dict[str, Any]]]:
     """The SDK's reading of every stream through the transport, once per client kind."""
     def read(kind: Kind) -> dict[str, dict[str, Any]]:
-        wanted = _FORMATS_READ.get(kind, ("chat", "responses"))
-        streams = [s for s in STREAMS if s.format in wanted]
+        streams = [s for s in STREAMS if kind.startswith("httpx2") or s.format != "messages"]
         return sdk_readings(kind, corpus.base_url, streams, transport=True)
 
     return _cached(read)
@@ -155,10 +154,10 @@ def test_the_sweep_covers_every_shared_stream_and_each_exception_names_one() -> 
 
 
 def _sdk_cases() -> list[Any]:
-    """Each stream on httpx2 (sync) and async: httpx for the openai SDK, httpx2 for the anthropic SDK (>= 2 accepts
+    """Each stream on every client kind its SDK takes: all four for openai, httpx2's two for anthropic (>= 2 accepts
     only httpx2 clients)."""
-    return [pytest.param(kind, stream, id=f"{kind}-{stream}") for stream in STREAMS
-            for kind in ("httpx2", "httpx2-async" if stream.format == "messages" else "httpx-async")]
+    return [pytest.param(kind, stream, id=f"{kind}-{stream}") for stream in STREAMS for kind in KINDS
+            if kind.startswith("httpx2") or stream.format != "messages"]
 
 
 @pytest.mark.parametrize(("kind", "stream"), _sdk_cases())
