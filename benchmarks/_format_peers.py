@@ -66,7 +66,7 @@ def _peers() -> list[tuple[str, str, Callable[[Pieces], Message]]]:
 
 
 def report(events: int, rounds: int) -> None:
-    from benchmarks.formats import _timed, split
+    from benchmarks.formats import split, timed
 
     events = min(events, 2000)  # the openai accumulator costs ~0.5 ms an event
     print(f"accumulators, bytes -> assembled message ({events:,} text deltas, 4 KB reads, medians of {rounds} "
@@ -79,8 +79,8 @@ def report(events: int, rounds: int) -> None:
             continue
         ours_times, peer_times = [], []
         for _ in range(rounds):
-            ours_times.append(_timed(partial(_ours, pieces, name)))
-            peer_times.append(_timed(partial(run, pieces)))
+            ours_times.append(timed(partial(_ours, pieces, name)))
+            peer_times.append(timed(partial(run, pieces)))
         ratios = [peer / ours for peer, ours in zip(peer_times, ours_times, strict=True)]
         print(f"  {name:<9} {label:<40} ours {statistics.median(ours_times) * 1e3:8.2f} ms  peer "
               f"{statistics.median(peer_times) * 1e3:9.2f} ms  x ours {statistics.median(ratios):6.1f} "

@@ -12,9 +12,7 @@ gc off while timed, per event of the stream.
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
-import time
 from collections.abc import Callable
 
 import pipeline
@@ -38,16 +36,6 @@ def _repair(make: Callable[[], EventRepair], pieces: list[bytes]) -> Callable[[]
     return run
 
 
-def _timed(run: Callable[[], object]) -> float:
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        run()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
-
-
 def measure(events: int, rounds: int) -> list[dict[str, object]]:
     rows = []
     cases = []
@@ -62,8 +50,8 @@ def measure(events: int, rounds: int) -> list[dict[str, object]]:
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in cases}
     for _ in range(rounds):
         for name, _count, repair, parse in cases:
-            times[name][0].append(_timed(repair))
-            times[name][1].append(_timed(parse))
+            times[name][0].append(formats.timed(repair))
+            times[name][1].append(formats.timed(parse))
     for name, count, *_ in cases:
         repair_s, parse_s = (statistics.median(t) for t in times[name])
         rows.append({"format": name, "events": count, "repair_us_per_event": repair_s / count * 1e6,

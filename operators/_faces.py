@@ -1,9 +1,10 @@
 """Each public name shows its public face, as httpx does: ``operators.TextDelta.__module__ == "operators"``.
 
-A face (``operators``, ``operators.wire``, ``operators.extend``) ends with ``publish(globals())``: every class and
-function of its ``__all__`` that a private module of its package defines (``operators._chunks``, ...) gets the face as
-its ``__module__``, so tracebacks, reprs, ``help()`` and pickle name the path users import. A name another face
-already claimed keeps that face (docs/architecture.md, "One path per name").
+A face (``operators``, ``operators.wire``, ``operators.extend``, and each face of ``pipeline``, which imports it as
+the public ``operators.extend.publish``) ends with ``publish(globals())``: every class and function of its ``__all__``
+that a private module of its package defines (``operators._chunks``, ``pipeline.compose._translate``, ...) gets the
+face as its ``__module__``, so tracebacks, reprs, ``help()`` and pickle name the path users import. A name another
+face already claimed keeps that face (docs/architecture.md, "One path per name").
 """
 
 from __future__ import annotations

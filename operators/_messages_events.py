@@ -78,13 +78,13 @@ def compact(value: object) -> str:
 
 
 def merge_into(merged: dict[str, Any], usage: object) -> bool:
-    """Merges one usage object into ``merged`` field by field (``null``, or an invalid count after a valid one, keeps
-    the earlier value); False when it is not an object."""
+    """Merges one usage object into ``merged`` field by field (``null``, or anything but a valid count after a valid
+    one, keeps the earlier value); False when it is not an object."""
     if not isinstance(usage, dict):
         return False
     for key, value in usage.items():
-        if value is None or (isinstance(value, int | float) and not is_count(value) and is_count(merged.get(key))):
-            continue
+        if value is None or (not is_count(value) and is_count(merged.get(key))):
+            continue  # a string, a list, a negative or fractional count: never erases a valid one
         merged[key] = value
     return True
 

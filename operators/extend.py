@@ -14,6 +14,11 @@ operator *among* the rules, where the Observable carries ``Batch[Signal]`` (deci
 - the signals (``Done``, ``Halt``, ``ToolFragment``, ...) are what travels between the rules besides the chunks
   (``Signal`` is their union; ``Rule`` the type of a rule operator). Pass on what you do not understand.
 
+A package's public face (an ``__init__`` with ``__all__`` over private ``_x`` modules) ends with
+``publish(globals())``: each class and function of its ``__all__`` that one of its private modules defines reports the
+face as its ``__module__``, so tracebacks, reprs, ``help()`` and pickle name the path users import
+(docs/architecture.md, "One path per name"); ``pipeline``'s faces use it.
+
 A byte source (a custom transport) raises ``StreamFailure(failure)`` through ``on_error`` to end the response with a
 classified error finish; ``classify_http_error``, ``parse_retry_after``, ``retry_after_from`` and
 ``request_id_from`` classify an HTTP error; ``foreign_format`` / ``format_mismatch`` name a payload of another wire
@@ -23,7 +28,7 @@ format than the one read (decision 0045).
 from ._block_texts import BlockTexts
 from ._chain import default_rules
 from ._chunks import CHUNK_TYPES
-from ._faces import publish as _publish
+from ._faces import publish
 from ._format_mismatch import foreign_format, format_mismatch
 from ._fused import default_chain
 from ._items import filter_items, map_items
@@ -84,10 +89,11 @@ __all__ = [
     "limit_exceeded",
     "map_items",
     "parse_retry_after",
+    "publish",
     "request_id_from",
     "retry_after_from",
     "stage_operator",
     "subscribing_stages",
 ]
 
-_publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
+publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")

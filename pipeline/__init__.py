@@ -15,9 +15,9 @@ path, its ``__module__``, is its subpackage or ``operators``: docs/architecture.
 """
 
 from operators import Limits, LlmStreamError, RetryPolicy
+from operators.extend import publish as _publish
 
 from . import _logging
-from ._faces import publish as _publish
 from .agent import (
     Tool,
     ToolDefinitionError,

@@ -1,7 +1,7 @@
 """Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600          # or parse_sse, messages, responses, fast_path
-    python scripts/fuzz.py --target translate --reproduce crash-file  # replay one input, print what broke
+    python scripts/fuzz.py --target translate --seconds 600    # or parse_sse, messages, responses, fast_path, proxy
+    python scripts/fuzz.py --target translate --reproduce crash-file    # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
 exactly: small ``Limits`` and the split points are drawn from a PRNG seeded with the input's CRC-32 (a mutation
@@ -14,7 +14,9 @@ against the input's own naive reading (``fuzz_reference.py``), no successful res
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
 invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
 peers-formats, for those targets), read in place.
+The ``proxy`` target (``fuzz_proxy.py``) takes one HTTP request as its input instead, with an oracle of its own.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
+How a target is run (atheris, or the built-in loop) is ``fuzz_runner.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,8 @@ import itertools
 import json
 import os
 import random
-import re
-import subprocess
 import sys
 import tempfile
-import time
-import traceback
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -57,8 +55,12 @@ from operators import (  # noqa: E402
     parse_sse,
 )
 from scripts.fuzz_fast_path import check_fast_path  # noqa: E402  (the default chain against the rule chain)
+from scripts.fuzz_proxy import PROXY_TOKENS, check_proxy, proxy_seeds  # noqa: E402  (the proxy's request side)
 from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
 from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
+from scripts.fuzz_runner import MAX_LEN as MAX_LEN  # noqa: E402  (re-exported, with mutate: tests use them)
+from scripts.fuzz_runner import TOKENS, atheris_child, fallback, run_atheris  # noqa: E402
+from scripts.fuzz_runner import mutate as mutate  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
@@ -66,7 +68,6 @@ MESSAGES_SEEDS = [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"
 RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"]
 SEED_DIRS = CHAT_SEEDS + MESSAGES_SEEDS + RESPONSES_SEEDS
 ONE_BYTE_SPLIT_UP_TO = 2048
-MAX_LEN = 65536
 
 
 SPLIT_DEPENDENT = {"payload-after-done"}  # reports only what arrived in the read carrying [DONE] (docs/operators.md)
@@ -210,148 +211,29 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "messages": check_messages,
     "responses": check_responses,
     "fast_path": lambda data: check_fast_path(data, plan),
+    "proxy": check_proxy,
 }
 TARGET_SEEDS = {
     "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS,
     "fast_path": SEED_DIRS,
 }
 """The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
+TARGET_TOKENS = {"proxy": PROXY_TOKENS}
+"""What the built-in loop inserts, by target (the SSE tokens for the others)."""
 
 
 # -- seeds and the fallback loop --------------------------------------------------------------------------------------
 
 
 def seed_files(target: str = "translate") -> list[Path]:
-    return sorted(path for folder in TARGET_SEEDS[target] if folder.is_dir() for path in folder.rglob("*.sse"))
+    return sorted(path for folder in TARGET_SEEDS.get(target, []) if folder.is_dir() for path in folder.rglob("*.sse"))
 
 
-TOKENS = [
-    b"data: ",
-    b"data:",
-    b"\n",
-    b"\r",
-    b"\r\n",
-    b"\n\n",
-    b"[DONE]",
-    b"event: error\n",
-    b": c\n",
-    b"\xef\xbb\xbf",
-    b"{",
-    b"}",
-    b"[",
-    b"]",
-    b'"',
-    b",",
-    b"null",
-    b"1e999",
-    b"-1",
-    b'"index":0',
-    b'"id":"c"',
-    b'"tool_calls":[',
-    b'"finish_reason":"stop"',
-    b'"usage":{"prompt_tokens":',
-    b'"error":{"message":"x"}',
-    b"\xc3",
-    b"\xff",
-    b"event: content_block_start\n",
-    b'"type":"tool_use","id":"t"',
-    b'"type":"function_call","call_id":"c"',
-    b'"output_index":1',
-    b'"index":1',
-    b'"usage":{"input_tokens":-3}',
-    b'"prompt_tokens":-3',
-]
-
-
-def mutate(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
-    buf = bytearray(data)
-    for _ in range(rng.randint(1, 6)):
-        at = rng.randint(0, len(buf))
-        op = rng.randrange(6)
-        if op == 0 and buf:
-            buf[min(at, len(buf) - 1)] = rng.randrange(256)
-        elif op == 1:
-            buf[at:at] = rng.choice(TOKENS)
-        elif op == 2 and buf:
-            del buf[at : at + rng.randint(1, 32)]
-        elif op == 3:
-            other = rng.choice(seeds)
-            start = rng.randint(0, len(other))
-            buf[at:at] = other[start : start + rng.randint(1, 256)]
-        elif op == 4 and buf:
-            start = rng.randint(0, len(buf) - 1)
-            buf[at:at] = buf[start : start + rng.randint(1, 64)] * rng.randint(1, 40)
-        else:
-            del buf[at:]
-    return bytes(buf[:MAX_LEN])
-
-
-def crash(target: str, data: bytes, artifacts: Path) -> int:
-    artifacts.mkdir(parents=True, exist_ok=True)
-    path = artifacts / f"crash-{target}-{zlib.crc32(data):08x}"
-    path.write_bytes(data)
-    traceback.print_exc()
-    print(f"fuzz: CRASH target={target} input={path} ({len(data)} bytes): {data[:300]!r}", flush=True)
-    return 1
-
-
-def fallback(target: str, seconds: float, artifacts: Path) -> int:
-    print("fuzz: running the built-in mutation loop (atheris not importable, or --no-atheris); same oracle", flush=True)
-    check = TARGETS[target]
-    seeds = [path.read_bytes()[:MAX_LEN] for path in seed_files(target)] or [b"data: [DONE]\n\n"]
-    rng = random.Random(0)
-    runs, start = 0, time.monotonic()
-    queue = list(seeds)
-    while time.monotonic() - start < seconds:
-        data = queue[runs] if runs < len(queue) else mutate(rng, rng.choice(seeds), seeds)
-        runs += 1
-        try:
-            check(data)
-        except Exception:
-            return crash(target, data, artifacts)
-    print(f"fuzz: target={target} inputs={runs} seconds={time.monotonic() - start:.0f} crashes=0", flush=True)
-    return 0
-
-
-# -- atheris ----------------------------------------------------------------------------------------------------------
-
-
-def atheris_child(target: str, libfuzzer_args: list[str]) -> None:
-    import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
-    check = TARGETS[target]
-    atheris.instrument_all()  # coverage feedback from every loaded Python function (operators, pipeline, reactivex)
-    atheris.Setup([sys.argv[0], *libfuzzer_args], check)
-    atheris.Fuzz()
-
-
-def run_atheris(args: argparse.Namespace, artifacts: Path) -> int:
-    corpus = Path(args.corpus) if args.corpus else Path(tempfile.mkdtemp(prefix=f"fuzz-{args.target}-corpus-"))
-    corpus.mkdir(parents=True, exist_ok=True)
-    artifacts.mkdir(parents=True, exist_ok=True)
-    libfuzzer = [
-        f"-max_total_time={int(args.seconds)}",
-        f"-rss_limit_mb={args.rss_limit_mb}",
-        f"-max_len={MAX_LEN}",
-        f"-artifact_prefix={artifacts}/crash-{args.target}-",
-        "-print_final_stats=1",
-        str(corpus),
-        *(str(folder) for folder in TARGET_SEEDS[args.target] if folder.is_dir()),
-    ]
-    command = [sys.executable, str(Path(__file__).resolve()), "--target", args.target, "--atheris-child", *libfuzzer]
-    started = time.monotonic()
-    child = subprocess.run(command, stderr=subprocess.PIPE, text=True, errors="replace", check=False)
-    sys.stderr.write(child.stderr[-20000:] if child.returncode else "")
-    units = re.findall(r"stat::number_executed_units:\s*(\d+)", child.stderr)
-    units = units or re.findall(r"^#(\d+)", child.stderr, re.MULTILINE)  # a crash prints no final stats
-    runs = units[-1] if units else "?"
-    crashed = child.returncode != 0
-    print(
-        f"fuzz: atheris target={args.target} inputs={runs} seconds={time.monotonic() - started:.0f} "
-        f"crashes={int(crashed)} corpus={corpus} artifacts={artifacts}",
-        flush=True,
-    )
-    return 1 if crashed else 0
+def seed_inputs(target: str) -> list[bytes]:
+    """The seeds of a target: its fixture files' bytes, or (``proxy``) the requests ``fuzz_proxy`` writes."""
+    if target == "proxy":
+        return proxy_seeds()
+    return [path.read_bytes()[:MAX_LEN] for path in seed_files(target)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FUZZ_IGNORE_ANOMALIES"] = ",".join(args.ignore_anomaly)
         IGNORED_ANOMALIES.update(args.ignore_anomaly)
     if args.atheris_child is not None:
-        atheris_child(args.target, args.atheris_child)
+        atheris_child(TARGETS[args.target], args.atheris_child)
         return 0
     if args.reproduce:
         data = Path(args.reproduce).read_bytes()
@@ -387,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
     except ImportError:
-        return fallback(args.target, args.seconds, artifacts)
+        args.no_atheris = True
     if args.no_atheris:
-        return fallback(args.target, args.seconds, artifacts)
-    return run_atheris(args, artifacts)
+        tokens = TARGET_TOKENS.get(args.target, TOKENS)
+        return fallback(args.target, TARGETS[args.target], seed_inputs(args.target), tokens, args.seconds, artifacts)
+    corpus = Path(args.corpus) if args.corpus else Path(tempfile.mkdtemp(prefix=f"fuzz-{args.target}-corpus-"))
+    written = proxy_seeds() if args.target == "proxy" else []  # generated seeds: into the corpus, for libFuzzer
+    return run_atheris(Path(__file__).resolve(), args.target, seconds=args.seconds, rss_limit_mb=args.rss_limit_mb,
+                       corpus=corpus, artifacts=artifacts, seed_dirs=TARGET_SEEDS.get(args.target, []), seeds=written)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ applied only to a response that finished successfully, where the parser read tha
   (``MALFORMED_TOOL_CALL``), never merged: a successful finish with such an id is a failure of the oracle.
 - ``last_prompt_count`` (chat): the prompt count the merged usage must keep: the last valid count, a later
   placeholder ``0`` or an invalid count never replacing a valid one (docs/decisions/0012-usage-merge.md).
+- ``last_counts`` (Messages): each count the merged usage must keep (input, output, cache reads and writes): the
+  last valid one sent, whatever comes after it (``null``, a string, a negative or fractional count); (Responses)
+  the terminal event's valid output count.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["OracleFailure", "check_reference", "claimed_twice", "ensure", "last_prompt_count", "payloads"]
+__all__ = ["OracleFailure", "check_reference", "claimed_twice", "ensure", "last_counts", "last_prompt_count",
+           "payloads"]
 
 _MAX_COUNT = 2**63 - 1
 _MAX_SAFE = 2**53 - 1
@@ -154,6 +158,65 @@ def last_prompt_count(data: bytes) -> int | None:
     return kept
 
 
+def _messages_usages(data: bytes) -> Iterator[dict[str, Any]]:
+    """The usage objects of a Messages response, in order: ``message_start``'s message, then each
+    ``message_delta``, up to ``message_stop`` (a start with another message id ends the reading, the parser halts
+    there; one with the same id is ignored)."""
+    started: list[object] = []
+    for payload in payloads(data):
+        if not isinstance(payload, dict):
+            continue
+        kind = payload.get("type")
+        if kind == "message_stop":
+            return
+        if kind == "message_start":
+            message = payload.get("message")
+            given = message.get("id") if isinstance(message, dict) else None
+            if started and started[0] != given:
+                return  # another message: the parser halts (decision 0044)
+            if started:
+                continue  # the same message started again: ignored, its usage too
+            started.append(given)
+            usage = message.get("usage") if isinstance(message, dict) else None
+        elif kind == "message_delta":
+            usage = payload.get("usage")
+        else:
+            continue
+        if isinstance(usage, dict):
+            yield usage
+
+
+def last_counts(data: bytes, format: str) -> dict[str, int]:
+    """The counts the output's usage must keep, by ``Usage`` field, for the formats whose usage is merged across
+    events (Messages: ``message_start`` then each ``message_delta``): each field's last valid count sent, a later
+    ``null``, string, negative or fractional value never replacing it (issue 21). Responses sends one usage object,
+    in its terminal event: its valid output count is kept. Chat: ``last_prompt_count``."""
+    if format == "responses":
+        return _terminal_counts(data)
+    if format != "messages":
+        return {}
+    kept: dict[str, int] = {}
+    fields = {"output_tokens": "output_tokens", "input_tokens": "input_tokens",
+              "cache_read_input_tokens": "cache_read_tokens", "cache_creation_input_tokens": "cache_write_tokens"}
+    for usage in _messages_usages(data):
+        for wire, field in fields.items():
+            count = _count(usage.get(wire))
+            if count is not None:
+                kept[field] = count
+    return kept
+
+
+def _terminal_counts(data: bytes) -> dict[str, int]:
+    """The valid ``output_tokens`` of the first terminal Responses event (the parser stops there)."""
+    for payload in payloads(data):
+        if isinstance(payload, dict) and payload.get("type") in _TERMINAL:
+            response = payload.get("response")
+            usage = response.get("usage") if isinstance(response, dict) else None
+            count = _count(usage.get("output_tokens")) if isinstance(usage, dict) else None
+            return {} if count is None else {"output_tokens": count}
+    return {}
+
+
 class OracleFailure(AssertionError):
     """What the oracle found wrong with one input."""
 
@@ -173,6 +236,7 @@ def check_reference(data: bytes, out: list[Any], format: str) -> None:
     shared = claimed_twice(data, format)
     ensure(not shared, f"two calls claimed the id(s) {sorted(shared)[:3]} and the response still succeeded")
     if format != "chat":
+        _check_counts(data, out, format)
         return
     prompt = last_prompt_count(data)
     if prompt is None:
@@ -182,3 +246,14 @@ def check_reference(data: bytes, out: list[Any], format: str) -> None:
     usage = usages[-1]
     kept = (usage.input_tokens or 0) + (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
     ensure(kept == prompt, f"the usage keeps a prompt count of {kept}, not the last valid one sent ({prompt})")
+
+
+def _check_counts(data: bytes, out: list[Any], format: str) -> None:
+    kept = last_counts(data, format)
+    if not kept:
+        return
+    usages = [chunk.usage for chunk in out if type(chunk).__name__ == "UsageChunk"]
+    ensure(bool(usages), f"valid counts {kept} were sent and no usage came out")
+    for field, count in kept.items():
+        got = getattr(usages[-1], field)
+        ensure(got == count, f"the usage keeps {field}={got!r}, not the last valid count sent ({count})")

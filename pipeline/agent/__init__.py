@@ -11,7 +11,8 @@ _registry    ToolRegistry, and loading a tools module
 _turn        TurnEvent, TurnEventKind, run_turn, run_turn_to_end
 """
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._errors import ToolDefinitionError
 from ._registry import ToolRegistry
 from ._schema import JsonSchema, schema_from_signature

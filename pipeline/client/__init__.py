@@ -1,7 +1,8 @@
 """A live endpoint: the HTTP client, its configuration, the HTTP byte source. Each API's request (its path,
 headers and body) is a wire-format record of ``pipeline.formats``."""
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._client import ChatClient
 from ._config import (
     DEFAULT_IDLE_TIMEOUT,

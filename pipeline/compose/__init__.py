@@ -1,6 +1,7 @@
 """The composition: byte sources, the rule chain, and the facades translate, collect, stream and assemble."""
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._assemble import Assembler, AssistantMessage, assemble, assemble_async
 from ._examples import example_path
 from ._redact import redact_key

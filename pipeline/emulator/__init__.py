@@ -22,7 +22,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._profiles import PROFILES, build_script
 from ._replay import replay_script
 from ._script import Script, ScriptOptions

@@ -9,7 +9,8 @@ the request builders with their ``RequestOptions``.
 wire format").
 """
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._options import RequestOptions
 from ._registry import ANTHROPIC_VERSION, APIS, WIRE_FORMATS, Api, WireFormat, wire_format
 from ._requests import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request

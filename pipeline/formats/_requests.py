@@ -115,12 +115,7 @@ def messages_request(
         "messages": out,
         "stream": True,
     }
-    if instructions is not None:
-        body["system"] = instructions
-    if tools:
-        body["tools"] = [_messages_tool(tool) for tool in tools]
-    if tool_choice is not None:
-        body["tool_choice"] = _messages_tool_choice(tool_choice)
+    _system_and_tools(body, "system", instructions, tools, _messages_tool, tool_choice, _messages_tool_choice)
     if stop is not None:
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     _optional(body, temperature=temperature)
@@ -154,12 +149,7 @@ def responses_request(
         else:
             raise _unknown_role(role, number)
     body: dict[str, Any] = {"model": model, "input": items, "stream": True}
-    if instructions is not None:
-        body["instructions"] = instructions
-    if tools:
-        body["tools"] = [_responses_tool(tool) for tool in tools]
-    if tool_choice is not None:
-        body["tool_choice"] = _responses_tool_choice(tool_choice)
+    _system_and_tools(body, "instructions", instructions, tools, _responses_tool, tool_choice, _responses_tool_choice)
     _optional(body, temperature=temperature, max_output_tokens=max_tokens)
     return body
 
@@ -178,6 +168,25 @@ def _without_reasoning_blocks(message: Message) -> dict[str, Any]:
 
 def _optional(body: dict[str, Any], **values: Any) -> None:
     body.update((key, value) for key, value in values.items() if value is not None)
+
+
+def _system_and_tools(
+    body: dict[str, Any],
+    system_key: str,
+    instructions: str | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_shape: Callable[[Mapping[str, Any]], dict[str, Any]],
+    tool_choice: Any,
+    choice_shape: Callable[[Any], Any],
+) -> None:
+    """What the Messages and Responses bodies add alike: the system prompt under the API's key, then the tools and
+    the tool choice in the API's shape (each only when given)."""
+    if instructions is not None:
+        body[system_key] = instructions
+    if tools:
+        body["tools"] = [tool_shape(tool) for tool in tools]
+    if tool_choice is not None:
+        body["tool_choice"] = choice_shape(tool_choice)
 
 
 def _split_system(messages: Sequence[Message], system: str | None) -> tuple[str | None, list[Message]]:

@@ -6,41 +6,57 @@ and prometheus-client).
 Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
 sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
 ``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
-(docs/decisions/0033-one-retry-layer.md); everything else passes through untouched. ``Sanitizer`` and
-``OpenAIEncoder`` (the earlier re-encoding of the operators' chunks as OpenAI SSE) remain for callers that want a
-stream rewritten from chunks.
+(docs/decisions/0033-one-retry-layer.md); everything else passes through untouched.
+
+Deprecated: ``Sanitizer`` and ``OpenAIEncoder``, the earlier re-encoding of the operators' chunks as OpenAI SSE (no
+longer used by the transport or the proxy), still work but warn (``DeprecationWarning``) when taken from here, and
+are out of ``__all__``: use ``SanitizingTransport``, or a ``StreamRepair`` repairer (``ChatRepair``,
+``MessagesRepair``, ``ResponsesRepair``) to repair a body's bytes in place.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
+from . import _encode, _sanitizer
 from ._chat_repair import ChatRepair
-from ._encode import OpenAIEncoder, usage_json
+from ._encode import usage_json
 from ._messages_repair import MessagesRepair
 from ._proxy_config import ProxyConfig
 from ._repair import StreamRepair
 from ._responses_repair import ResponsesRepair
-from ._sanitizer import Sanitizer
 from ._transport import Mode, SanitizingTransport
 
 if TYPE_CHECKING:
     from ._proxy_app import create_proxy_app
     from ._proxy_server import Proxy, run_proxy
 
-__all__ = ["ChatRepair", "MessagesRepair", "Mode", "OpenAIEncoder", "Proxy", "ProxyConfig", "ResponsesRepair",
-           "Sanitizer", "SanitizingTransport", "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+__all__ = ["ChatRepair", "MessagesRepair", "Mode", "Proxy", "ProxyConfig", "ResponsesRepair", "SanitizingTransport",
+           "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
+
+_DEPRECATED = {"Sanitizer": _sanitizer.Sanitizer, "OpenAIEncoder": _encode.OpenAIEncoder}
+_INSTEAD = ("use SanitizingTransport, or a StreamRepair repairer (ChatRepair, MessagesRepair, ResponsesRepair), which "
+            "repairs the upstream's own bytes in place instead of re-encoding chunks (docs/decisions/0032-repair-dont-"
+            "rewrite.md)")
+_publish({**globals(), **_DEPRECATED}, _DEPRECATED)  # still named by this face while they last
 
 _SERVING = {"Proxy": "._proxy_server", "create_proxy_app": "._proxy_app", "run_proxy": "._proxy_server"}
 _SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
 
 
 def __getattr__(name: str) -> object:
-    """The proxy's names import uvicorn and prometheus-client on first use, not before."""
+    """The proxy's names import uvicorn and prometheus-client on first use, not before; the deprecated names warn on
+    every use."""
+    if name in _DEPRECATED:
+        warnings.warn(f"pipeline.sanitize.{name} is deprecated and will be removed: {_INSTEAD}", DeprecationWarning,
+                      stacklevel=2)
+        return _DEPRECATED[name]
     if name not in _SERVING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:

@@ -99,7 +99,9 @@ class _Call:
 
 class OpenAIEncoder:
     """Encodes one response's chunks, in order, as OpenAI SSE bytes. ``encode`` returns ``b""`` for a chunk that
-    produces nothing yet (a block start, a held call, the usage until the finish)."""
+    produces nothing yet (a block start, a held call, the usage until the finish).
+
+    Deprecated (``pipeline.sanitize.OpenAIEncoder`` warns): ``ChatRepair`` forwards the upstream's own events."""
 
     def __init__(self, identity: Identity) -> None:
         self.identity = identity

@@ -16,6 +16,8 @@ changes it, in order, through one queue.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import attrs
 import msgspec
 
@@ -57,6 +59,10 @@ class EventRepair:
         self._refused = False
         self.forwarded = False
         """Whether any byte has been handed to the client (set by the transport)."""
+        self.repairs: Counter[str] = Counter()
+        """What was repaired, by kind (the proxy's access log and metrics): ``key-redacted`` here, the rest by the
+        format (``tool-call-identity``, ``block-restarted``, ``item-identity``, ``response-identity``, ``framing``,
+        ``done-dropped``)."""
 
     @property
     def failure(self) -> Failure | None:
@@ -109,6 +115,7 @@ class EventRepair:
             return b""
         if self._key is not None and self._key in tail:
             tail = tail.replace(self._key, _REDACTED)
+            self.repairs["key-redacted"] += 1
         if tail and not tail.strip():
             self._out.append(tail)  # blank lines after the last event: as they came
         elif tail:
@@ -176,6 +183,7 @@ class EventRepair:
         key = self._key
         if key is not None and key in raw:  # the request's own API key never reaches the client
             raw = raw.replace(key, _REDACTED)
+            self.repairs["key-redacted"] += 1
         if self._ended:
             self._after_end(raw)
         else:

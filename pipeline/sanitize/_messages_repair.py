@@ -110,6 +110,7 @@ class MessagesRepair(EventRepair):
         if raw.startswith(_DELTA_NAMED) and _DELTA_TYPE in raw:
             return raw  # text, thinking, arguments, signature, citations: as they came
         if raw.startswith(_DELTA_DATA):
+            self.repairs["framing"] += 1
             return _DELTA_NAMED + raw  # a data-only stream: named, as the SDK needs
         return None
 
@@ -125,6 +126,7 @@ class MessagesRepair(EventRepair):
             self._emit(raw, content=False)  # a comment or a blank line
             return
         if data == b"[DONE]":
+            self.repairs["done-dropped"] += 1
             return
         try:
             body = decode(data)
@@ -134,6 +136,7 @@ class MessagesRepair(EventRepair):
         if not name and type(kind) is str and kind:  # a data-only stream: the SDK reads only named events
             name = kind.encode()
             raw = _named_event(name, raw)
+            self.repairs["framing"] += 1
         if name == b"error" or kind == "error":
             error = body.get("error", body) if type(body) is dict else data.decode("utf-8", "replace")
             self._end_with(classify_inband_error(error), raw)
@@ -180,6 +183,7 @@ class MessagesRepair(EventRepair):
             held = self._blocks[index]
             if held is not None and held.raw is None:
                 self._fill_in(held, block)
+            self.repairs["block-restarted"] += 1
             _log.debug("content block %d started again; the first start is kept", index)
             return
         if block.get("type") == "tool_use" and not (named(block.get("id")) and named(block.get("name"))):
@@ -197,6 +201,7 @@ class MessagesRepair(EventRepair):
             if not named(first.get(field)) and named(block.get(field)):
                 first[field] = block[field]
         if named(first.get("id")) and named(first.get("name")):
+            self.repairs["tool-call-identity"] += 1
             self._resolve(held, encode_event(held.name, held.body))
 
     def _message_stop(self, raw: bytes) -> None:
@@ -218,6 +223,10 @@ class MessagesRepair(EventRepair):
             Code.MALFORMED_TOOL_CALL,
             f"tool_use block {held.index} was never identified (id {block.get('id')!r}, name {block.get('name')!r})",
         )
+
+    def _after_end(self, raw: bytes) -> None:
+        if event_parts(raw)[1] == b"[DONE]":  # dropped, as everything after message_stop: the SDK would read it
+            self.repairs["done-dropped"] += 1
 
     def _on_cut(self) -> None:
         self._refused = self._stop_reason == "refusal"

@@ -85,7 +85,7 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
-        if path.startswith("/v1/"):
+        if (scope.get("raw_path") or path.encode()).startswith(b"/v1/"):  # as sent: "/v1%2F..." is no /v1/ path
             await self._proxied(scope, receive, send)
             return
         report = Report(scope["method"], path)

@@ -38,14 +38,12 @@ def _positive(instance: object, attribute: attrs.Attribute[float], value: float)
         raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
 
 
-def _non_negative_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if type(value) is not int or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+def _int_at_least(least: int) -> Callable[[object, attrs.Attribute[int], int], None]:
+    def check(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+        if type(value) is not int or value < least:
+            raise ValueError(f"{attribute.name} must be an int >= {least}, got {value!r}")
 
-
-def _positive_int(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if type(value) is not int or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+    return check
 
 
 def _one_of(*choices: str) -> Callable[[object, attrs.Attribute[str], str], None]:
@@ -90,23 +88,41 @@ def _limits(value: Limits | Mapping[str, int] | str | None) -> Limits:
     return Limits(**value)
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"must be a number of seconds, got {text!r}") from None
+def _reader(convert: Callable[[str], Any], expected: str) -> Callable[[str], Any]:
+    """How a flag's or a variable's text is read: ``convert``, or ``ValueError("must be <expected>, got ...")``."""
+
+    def parse(text: str) -> Any:
+        try:
+            return convert(text)
+        except ValueError:
+            raise ValueError(f"must be {expected}, got {text!r}") from None
+
+    return parse
 
 
-def _integer(text: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise ValueError(f"must be an integer, got {text!r}") from None
+_number = _reader(float, "a number of seconds")
+_integer = _reader(lambda text: int(text.replace("_", "")), "an integer")
 
 
 def _help(parse: Callable[[str], Any], text: str) -> dict[str, Any]:
     """A field that is a flag and a variable: how its text is read (``parse``) and its ``--help``."""
     return {"parse": parse, "help": text}
+
+
+def _setting(parse: Callable[[str], Any], text: str, **field: Any) -> Any:
+    """``attrs.field(**field)``, a flag and a variable (``_help``). With a default: mypy's attrs plugin takes a
+    field made here as one that has a default."""
+    return attrs.field(metadata=_help(parse, text), **field)
+
+
+def _seconds(default: float, text: str) -> Any:
+    """A positive number of seconds."""
+    return _setting(_number, text, default=default, validator=_positive)
+
+
+def _count(default: int, least: int, text: str) -> Any:
+    """An int of at least ``least``."""
+    return _setting(_integer, text, default=default, validator=_int_at_least(least))
 
 
 @attrs.frozen(kw_only=True)
@@ -119,42 +135,39 @@ class ProxyConfig:
 
     ENV_PREFIX: ClassVar[str] = "LLM_STREAM_PROXY_"
 
-    upstream: str = attrs.field(validator=_upstream, metadata=_help(str,
+    upstream: str = attrs.field(validator=_upstream, metadata=_help(str,  # no default: required, for mypy too
         "the upstream base URL, e.g. https://api.deepseek.com/v1 (requests to /v1/<path> go to <upstream>/<path>)"))
-    host: str = attrs.field(default="127.0.0.1", metadata=_help(str,
-        "address to bind (default 127.0.0.1: loopback only)"))
-    port: int = attrs.field(default=8809, validator=_non_negative_int, metadata=_help(_integer,
-        "port (0 picks a free one; default 8809)"))
-    mode: Mode = attrs.field(default="stream", validator=_one_of("stream", "buffered"), metadata=_help(str,
-        "stream: forward clean bytes at once (default); buffered: hold each streamed response until its finish"))
-    retries: int = attrs.field(default=0, validator=_non_negative_int, metadata=_help(_integer,
-        "retries of a retryable failure before the client sees a byte (default 0: the client's own retries decide)"))
-    connect_timeout: float = attrs.field(default=10.0, validator=_positive, metadata=_help(_number,
-        "seconds to connect to the upstream (default 10)"))
-    idle_timeout: float = attrs.field(default=300.0, validator=_positive, metadata=_help(_number,
-        "seconds the upstream may send nothing before the request ends with 504 / TIMEOUT (default 300)"))
-    total_timeout: float = attrs.field(default=600.0, validator=_positive, metadata=_help(_number,
-        "seconds one request may take from its first byte to its last, retries included (default 600)"))
-    max_streams: int = attrs.field(default=512, validator=_positive_int, metadata=_help(_integer,
-        "requests in flight to the upstream at once; one more is answered 503 with Retry-After (default 512)"))
-    max_body_bytes: int = attrs.field(default=64 * MiB, validator=_positive_int, metadata=_help(_integer,
-        "largest request body accepted; a larger one is answered 413 (default 64 MiB)"))
-    header_timeout: float = attrs.field(default=10.0, validator=_positive, metadata=_help(_number,
-        "seconds a client has to send a request's headers, from its first byte or its connection (default 10)"))
-    client_idle_timeout: float = attrs.field(default=30.0, validator=_positive, metadata=_help(_number,
-        "seconds a client connection may stay idle between requests or while sending a body (default 30)"))
-    grace_period: float = attrs.field(default=25.0, validator=_positive, metadata=_help(_number,
-        "seconds streams in flight may take to finish after SIGTERM before they are cut (default 25)"))
-    log_format: LogFormat = attrs.field(default="text", validator=_one_of("text", "json", "off"), metadata=_help(str,
-        "the access log on stderr, one line per request: text (default), json, or off"))
-    client_key_env: str | None = attrs.field(default=None, validator=_env_name, metadata=_help(str,
-        "an environment variable holding the keys clients must present (comma-separated); others get 401"))
-    upstream_key_env: str | None = attrs.field(default=None, validator=_env_name, metadata=_help(str,
-        "an environment variable holding the key sent upstream; the client's key is then never forwarded"))
-    forward_headers: tuple[str, ...] = attrs.field(default=(), converter=_names, metadata=_help(str,
-        "more request headers to forward upstream, comma-separated (a trailing * matches a prefix)"))
-    limits: Limits = attrs.field(default=attrs.Factory(Limits), converter=_limits, metadata=_help(str,
-        "bounds of one streamed response, NAME=VALUE,... of pipeline Limits (e.g. max_text_bytes=1000000)"))
+    host: str = _setting(str, "address to bind (default 127.0.0.1: loopback only)", default="127.0.0.1")
+    port: int = _count(8809, 0, "port (0 picks a free one; default 8809)")
+    mode: Mode = _setting(str, "stream: forward clean bytes at once (default); buffered: hold each streamed response "
+                          "until its finish", default="stream", validator=_one_of("stream", "buffered"))
+    retries: int = _count(0, 0, "retries of a retryable failure before the client sees a byte (default 0: the "
+                          "client's own retries decide)")
+    connect_timeout: float = _seconds(10.0, "seconds to connect to the upstream (default 10)")
+    idle_timeout: float = _seconds(300.0, "seconds the upstream may send nothing before the request ends with 504 / "
+                                   "TIMEOUT (default 300)")
+    total_timeout: float = _seconds(600.0, "seconds one request may take from its first byte to its last, retries "
+                                    "included (default 600)")
+    max_streams: int = _count(512, 1, "requests in flight to the upstream at once; one more is answered 503 with "
+                              "Retry-After (default 512)")
+    max_body_bytes: int = _count(64 * MiB, 1, "largest request body accepted; a larger one is answered 413 (default "
+                                 "64 MiB)")
+    header_timeout: float = _seconds(10.0, "seconds a client has to send a request's headers, from its first byte or "
+                                     "its connection (default 10)")
+    client_idle_timeout: float = _seconds(30.0, "seconds a client connection may stay idle between requests or while "
+                                          "sending a body (default 30)")
+    grace_period: float = _seconds(25.0, "seconds streams in flight may take to finish after SIGTERM before they are "
+                                   "cut (default 25)")
+    log_format: LogFormat = _setting(str, "the access log on stderr, one line per request: text (default), json, or "
+                                     "off", default="text", validator=_one_of("text", "json", "off"))
+    client_key_env: str | None = _setting(str, "an environment variable holding the keys clients must present "
+                                          "(comma-separated); others get 401", default=None, validator=_env_name)
+    upstream_key_env: str | None = _setting(str, "an environment variable holding the key sent upstream; the client's "
+                                            "key is then never forwarded", default=None, validator=_env_name)
+    forward_headers: tuple[str, ...] = _setting(str, "more request headers to forward upstream, comma-separated (a "
+                                                "trailing * matches a prefix)", default=(), converter=_names)
+    limits: Limits = _setting(str, "bounds of one streamed response, NAME=VALUE,... of pipeline Limits (e.g. "
+                              "max_text_bytes=1000000)", default=attrs.Factory(Limits), converter=_limits)
 
     retry_policy: RetryPolicy | None = attrs.field(default=None, metadata={"flag": False})
     """Python only: the sanitizing transport's whole policy, overriding ``retries`` (tests use a short backoff)."""
@@ -173,13 +186,11 @@ class ProxyConfig:
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for field in attrs.fields(cls):
-            if "parse" not in field.metadata:
-                if overrides.get(field.name) is not None:
-                    values[field.name] = overrides[field.name]
-                continue
             override = overrides.get(field.name)
             if override is not None:
                 values[field.name] = override
+                continue
+            if "parse" not in field.metadata:
                 continue
             name = cls.env_var(field.name)
             text = environ.get(name)

@@ -1,11 +1,11 @@
 """One request to ``/v1/<path>``, forwarded (an ASGI handler over the sanitizing transport).
 
 In order, each step answering at once when it refuses (docs/proxy.md): the client's key (401, nothing goes
-upstream), the path (400 when it leaves the upstream's base path), the cap on requests in flight (503 with
-``Retry-After``), the body (413 past ``max_body_bytes``, told by ``Content-Length`` before a byte is read, else counted
-as it comes; 408 when the client stops sending it). Then the request goes upstream while a watcher waits for the
-client to hang up: a hang-up at any point, before the first byte too, cancels the upstream request, and so does the
-total deadline (504 before the response started; after it, the response is cut). Every request, refused or not,
+upstream), the path (400 when it leaves the upstream's base path, or holds a ``#``), the cap on requests in flight
+(503 with ``Retry-After``), the body (413 past ``max_body_bytes``, told by ``Content-Length`` before a byte is read,
+else counted as it comes; 408 when the client stops sending it). Then the request goes upstream while a watcher waits
+for the client to hang up: a hang-up at any point, before the first byte too, cancels the upstream request, and so
+does the total deadline (504 before the response started; after it, the response is cut). Every request, refused or not,
 ends with one ``Report`` handed to ``on_done`` (access log, metrics, span).
 """
 
@@ -94,18 +94,24 @@ class Forwarder:
             path = upstream_path(self.base.path, relative)
         except OutsideBase as exc:
             raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="path") from None
+        query = scope.get("query_string") or b""
+        try:  # no empty "?" added; a "#" (which h11 lets through) is no URL's path or query
+            url = self.base.copy_with(raw_path=path.encode("latin-1") + (b"?" + query if query else b""))
+        except httpx.InvalidURL:
+            raise Refused(400, Code.INVALID_REQUEST, "the request target is not a URL path and query",
+                          reason="path") from None
         if self.in_flight >= self.config.max_streams:
             raise Refused(503, Code.SERVER, f"the proxy has {self.in_flight} requests in flight, its limit "
                           "(--max-streams); retry shortly", reason="max_streams", headers=(("retry-after", "1"),))
         self.in_flight += 1
         self.on_in_flight(self.in_flight)
         try:
-            await self._forward(scope, receive, send, report, path, headers)
+            await self._forward(scope, receive, send, report, path, url, headers)
         finally:
             self.in_flight -= 1
             self.on_in_flight(self.in_flight)
 
-    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str,
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str, url: httpx.URL,
                        headers: list[tuple[bytes, bytes]]) -> None:
         deadline = time.monotonic() + self.config.total_timeout
         try:
@@ -113,13 +119,12 @@ class Forwarder:
         except _ClientGone:
             report.cut = "client"
             return
-        query = scope.get("query_string") or b""
-        raw = path.encode("latin-1") + (b"?" + query if query else b"")
         relative = path[len(self.base.path.rstrip("/")) + 1:]
         out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers,
                                         messages_api=relative.split("/", 1)[0] == "messages")
         span = self.tracing.start(scope["method"], relative, body, out_headers)
-        request = httpx.Request(scope["method"], self.base.copy_with(raw_path=raw), headers=out_headers,
+        as_sent = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers]  # httpx's str is ASCII only
+        request = httpx.Request(scope["method"], url, headers=as_sent,
                                 content=body, extensions={"timeout": self._timeouts(),
                                                           OBSERVER_EXTENSION: report.observe})
         try:

@@ -5,7 +5,8 @@ Forwarded (docs/proxy.md): ``content-type``, ``accept``, ``accept-encoding``, ``
 beta and idempotency headers (``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``,
 ``anthropic-beta``, ``idempotency-key``), the W3C trace context (``traceparent``, ``tracestate``), the names the
 operator adds (``--forward-headers``), and the key as configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
-``via``, hop-by-hop headers (and any header ``Connection`` names), ``expect``, ``host``, ``content-length``.
+``via``, ``proxy-*``, hop-by-hop headers (and any header ``Connection`` names), ``expect``, ``host``,
+``content-length``.
 
 Keys: with ``client_keys`` a request must carry one of them (``Authorization: Bearer K`` or ``x-api-key: K``), and its
 key is never forwarded; with ``upstream_key`` that key goes upstream as ``x-api-key`` for the Messages API (a path
@@ -44,7 +45,7 @@ NEVER = frozenset({
     "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "expect", "host", "content-length", "cookie", "forwarded", "via",
 })
-"""Dropped whatever ``--forward-headers`` says (and so is every ``x-forwarded-*``)."""
+"""Dropped whatever ``--forward-headers`` says (and so is every ``x-forwarded-*`` and ``proxy-*``)."""
 
 
 class OutsideBase(LlmStreamError, ValueError):
@@ -113,7 +114,7 @@ def forwarded_headers(
     forward_client_key = not keys.client and keys.upstream is None
     out: list[tuple[str, str]] = []
     for name, value in pairs:
-        if name in NEVER or name in named or name.startswith("x-forwarded-"):
+        if name in NEVER or name in named or name.startswith(("x-forwarded-", "proxy-")):
             continue
         if name in KEY_HEADERS:
             if forward_client_key:

@@ -167,6 +167,7 @@ class ResponsesRepair(EventRepair):
                 self._response_id = response["id"]
         elif response.get("id") != self._response_id:  # another id, or none: the SDK raises on either
             response["id"] = self._response_id
+            self.repairs["response-identity"] += 1
             return encode_event(name, body)
         return raw
 
@@ -181,6 +182,7 @@ class ResponsesRepair(EventRepair):
             self._by_id.setdefault(item_id, index)  # type: ignore[arg-type]
         item.rotated = True
         body["item_id"] = item.id
+        self.repairs["item-identity"] += 1
         return encode_event(name, body)
 
     def _added(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
@@ -193,6 +195,7 @@ class ResponsesRepair(EventRepair):
         if known is not None:  # the SDK raises on a second added for an index: the first item stays
             if known.held is not None and known.held.raw is None:
                 self._fill_in(known, given)
+            self.repairs["item-restarted"] += 1
             return
         item = self._items[index] = OutputItem(given)
         if item.id is not None:
@@ -211,6 +214,7 @@ class ResponsesRepair(EventRepair):
         held = item.held
         if held is not None and held.raw is None and item.call_id is not None and item.name is not None:
             item.conform(held.body["item"])
+            self.repairs["tool-call-identity"] += 1
             self._resolve(held, encode_event(held.name, held.body))
 
     def _done(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:
@@ -230,7 +234,10 @@ class ResponsesRepair(EventRepair):
             if item.held.raw is None:
                 self._end_with(self._never_identified(item))
                 return
-        self._emit(encode_event(name, body) if item.conform(given) else raw)
+        if item.conform(given):
+            self.repairs["item-identity"] += 1
+            raw = encode_event(name, body)
+        self._emit(raw)
 
     def _terminal(self, raw: bytes, name: bytes, body: dict[str, Any], kind: str) -> None:
         unidentified = next((i for i in self._items.values() if i.held is not None and i.held.raw is None), None)
@@ -255,6 +262,7 @@ class ResponsesRepair(EventRepair):
                 index = position  # an upstream that rotates ids: the item at its place
             item = self._items.get(index) if index is not None else None
             if item is not None and item.conform(given):
+                self.repairs["item-identity"] += 1
                 changed = True
         self._emit(encode_event(name, body) if changed else raw)
         self._end(self._finish_of(kind, response))

@@ -42,7 +42,9 @@ class _Head(msgspec.Struct):
 
 
 class Sanitizer:
-    """Feeds one attempt's body reads through the chain; ``feed``/``close``/``fail`` return the SSE bytes ready."""
+    """Feeds one attempt's body reads through the chain; ``feed``/``close``/``fail`` return the SSE bytes ready.
+
+    Deprecated (``pipeline.sanitize.Sanitizer`` warns): ``SanitizingTransport`` and ``ChatRepair`` repair in place."""
 
     def __init__(self, *, model: str, limits: Limits | None = None, api_key: str | None = None) -> None:
         self._model = model

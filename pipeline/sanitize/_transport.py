@@ -31,6 +31,7 @@ from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sy
 from ._bodies import AsyncBody, Bytes, Deadline, SyncBody, relay_headers
 from ._flavours import TIMEOUTS, TRANSPORT_ERRORS, Transports, flavour
 from ._formats import StreamFormat, streamed_format
+from ._head_deadline import bound_head, head_deadline
 from ._repair import error_response
 from ._sanitizer import Attempts
 
@@ -121,10 +122,14 @@ class SanitizingTransport(Transports):
                 kind = "a sync" if sync else "an async"
                 raise TypeError(f"this SanitizingTransport wraps {type(self._given).__name__}, which is not {kind} "
                                 f"{hx.__name__} transport: use it with the matching client")
+            if sync:
+                bound_head(self._given)  # inert but for our own requests' heads (_head_deadline.py)
             return self._given
         key = (hx.__name__, sync)
         if key not in self._inner:
             self._inner[key] = hx.HTTPTransport() if sync else hx.AsyncHTTPTransport()
+            if sync:
+                bound_head(self._inner[key])
         return self._inner[key]
 
     def _prepare(self, request: Any) -> tuple[StreamFormat | None, _Attempt]:
@@ -173,7 +178,8 @@ class SanitizingTransport(Transports):
             return inner.handle_request(request)
         while True:
             try:
-                upstream = inner.handle_request(request)
+                with head_deadline(_budget_s(request)):  # the head within the request's timeout in total
+                    upstream = inner.handle_request(request)
             except TRANSPORT_ERRORS as exc:
                 delay = attempt.delay_s(_connect_failure(request, exc))
                 if delay is None:

@@ -5,7 +5,8 @@ as immutable values (one class per event type). One function decides whether an 
 and on read alike, so a session this library writes always loads again (docs/decisions/0011-session-durability.md).
 """
 
-from .._faces import publish as _publish
+from operators.extend import publish as _publish
+
 from ._errors import (
     SessionCorruptionError,
     SessionError,

@@ -1,5 +1,5 @@
-"""Shared helpers of the Messages and Responses repair tests: a profile's body, a repairer fed at a split size, and
-the events of a body (its raw blocks, and their names and data)."""
+"""Shared helpers of the Messages and Responses repair tests: a profile's body, a repairer fed at a split size (whole,
+or never across a cut), how it ended, and the events of a body (its raw blocks, and their names and data)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pipeline.emulator._profiles import Profile
 from pipeline.emulator._script import ScriptOptions
 from pipeline.sanitize._event_repair import EventRepair
 
-__all__ = ["SPLITS", "blocks", "body_of", "cut_at", "named_events", "repaired", "without"]
+__all__ = ["SPLITS", "blocks", "body_of", "cut_at", "ending", "fed_around", "named_events", "repaired", "without"]
 
 SPLITS = (1, 3, 17, 64, 1 << 20)
 """Read sizes every unit test feeds at: byte by byte, odd sizes, and the whole body at once."""
@@ -28,6 +28,21 @@ def repaired(make: Callable[[], EventRepair], body: bytes, size: int) -> tuple[b
     out = [repair.feed(body[start : start + size]) for start in range(0, len(body), size)]
     out.append(repair.close())
     return b"".join(out), repair
+
+
+def fed_around(make: Callable[[], EventRepair], body: bytes, cut: int, size: int) -> tuple[bytes, bytes, EventRepair]:
+    """``body`` fed in ``size``-byte reads of which none crosses ``cut``, then closed: what the repairer gave for the
+    bytes before ``cut``, everything it gave, and the repairer."""
+    repair = make()
+    before = b"".join(repair.feed(body[i : min(i + size, cut)]) for i in range(0, cut, size))
+    after = b"".join(repair.feed(body[i : i + size]) for i in range(cut, len(body), size)) + repair.close()
+    return before, before + after, repair
+
+
+def ending(repair: EventRepair) -> tuple[str | None, str | None]:
+    """How the repairer ended: its finish's kind (``None`` before a finish) and its failure's code (``None``)."""
+    kind = repair.finish.reason.kind if repair.finish is not None else None
+    return kind, repair.failure.code if repair.failure is not None else None
 
 
 def cut_at(make: Callable[[], EventRepair], body: bytes, cuts: list[int]) -> tuple[bytes, bytes]:

@@ -58,6 +58,16 @@ def whole(make: Callable[[], EventRepair], body: bytes) -> bytes:
     return repaired(make, body, 29)[0]
 
 
+def http_error(server: BytesServer, error_body: bytes, error: type[Exception], request: Callable[[], Any]) -> Any:
+    """What the SDK raises (an ``error`` naming ``MALFORMED_TOOL_CALL``, status 502) for ``request()`` answered with a
+    repairer's HTTP error body."""
+    server.serve(error_body, status=502, content_type="application/json")
+    with pytest.raises(error, match="MALFORMED_TOOL_CALL") as raised:
+        request()
+    assert getattr(raised.value, "status_code") == 502  # noqa: B009 (the SDK's APIStatusError)
+    return raised.value
+
+
 # -- Messages: the anthropic SDK
 
 
@@ -93,11 +103,9 @@ def test_anthropic_sdk_raises_a_never_identified_tool_use_in_band_and_as_http_er
     with pytest.raises(anthropic.APIStatusError, match="MALFORMED_TOOL_CALL"):
         final_message(claude, server, out)
     assert repair.failure is not None
-    server.serve(messages_error_body(repair.failure), status=502, content_type="application/json")
-    with pytest.raises(anthropic.APIStatusError, match="MALFORMED_TOOL_CALL") as raised:
-        claude.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True)
-    assert raised.value.status_code == 502
-    assert raised.value.body["error"]["type"] == "api_error"
+    error = http_error(server, messages_error_body(repair.failure), anthropic.APIStatusError, lambda: (
+        claude.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True)))
+    assert error.body["error"]["type"] == "api_error"
 
 
 def test_anthropic_sdk_raises_on_a_cut_stream_once_repaired(claude: Any, server: BytesServer) -> None:
@@ -140,11 +148,9 @@ def test_openai_sdk_raises_a_never_identified_call_in_band_and_as_http_error(gpt
     with pytest.raises(openai.APIError, match="MALFORMED_TOOL_CALL"):
         final_response(gpt, server, out)
     assert repair.failure is not None
-    server.serve(responses_error_body(repair.failure), status=502, content_type="application/json")
-    with pytest.raises(openai.APIStatusError, match="MALFORMED_TOOL_CALL") as raised:
-        gpt.responses.create(model="m", input="hi", stream=True)
-    assert raised.value.status_code == 502
-    assert raised.value.code == "MALFORMED_TOOL_CALL"
+    error = http_error(server, responses_error_body(repair.failure), openai.APIStatusError,
+                       lambda: gpt.responses.create(model="m", input="hi", stream=True))
+    assert error.code == "MALFORMED_TOOL_CALL"
 
 
 def test_openai_sdk_raises_api_error_on_a_cut_stream_once_repaired(gpt: Any, server: BytesServer) -> None:

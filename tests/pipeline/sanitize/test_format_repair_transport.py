@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,8 +27,18 @@ def _http(kind: str) -> Any:
     return client_class(transport=SanitizingTransport())
 
 
-def _outcome(kind: str, sync: Callable[[], Any], asynchronous: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """What the SDK returned, or the error it raised."""
+def _final(kind: str, sdks: tuple[Any, Any], open_stream: Callable[[Any], Any], final: str) -> Any:
+    """What the stream ``open_stream(client)`` opens on the kind's SDK client (``sdks``: the sync and the async
+    class, made with the transport) gives from its method ``final``, or the error the SDK raised."""
+
+    def sync() -> Any:
+        with open_stream(sdks[0]) as stream:
+            return getattr(stream, final)()
+
+    async def asynchronous() -> Any:
+        async with open_stream(sdks[1]) as stream:
+            return await getattr(stream, final)()
+
     try:
         return sync() if kind == "sync" else asyncio.run(asynchronous())
     except Exception as exc:
@@ -40,16 +50,8 @@ def claude_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
     headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
     request = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES, "extra_headers": headers}
     setup = {"base_url": emu.base_url.removesuffix("/v1"), "api_key": "k", "http_client": _http(kind), **options}
-
-    def sync() -> Any:
-        with anthropic.Anthropic(**setup).messages.stream(**request) as stream:
-            return stream.get_final_message()
-
-    async def asynchronous() -> Any:
-        async with anthropic.AsyncAnthropic(**setup).messages.stream(**request) as stream:
-            return await stream.get_final_message()
-
-    return _outcome(kind, sync, asynchronous)
+    return _final(kind, (anthropic.Anthropic, anthropic.AsyncAnthropic),
+                  lambda sdk: sdk(**setup).messages.stream(**request), "get_final_message")
 
 
 def gpt_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
@@ -57,16 +59,8 @@ def gpt_final(emu: Emulator, kind: str, profile: str, **options: Any) -> Any:
     headers = {"x-emulator-profile": profile, **options.pop("headers", {})}
     request = {"model": "gpt-5", "input": "Weather in Paris?", "extra_headers": headers}
     setup = {"base_url": emu.base_url, "api_key": "k", "http_client": _http(kind), **options}
-
-    def sync() -> Any:
-        with openai.OpenAI(**setup).responses.stream(**request) as stream:
-            return stream.get_final_response()
-
-    async def asynchronous() -> Any:
-        async with openai.AsyncOpenAI(**setup).responses.stream(**request) as stream:
-            return await stream.get_final_response()
-
-    return _outcome(kind, sync, asynchronous)
+    return _final(kind, (openai.OpenAI, openai.AsyncOpenAI),
+                  lambda sdk: sdk(**setup).responses.stream(**request), "get_final_response")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -79,14 +73,24 @@ def test_anthropic_sdk_gets_one_identified_tool_use_through_the_transport(emu: E
     assert (block.name, block.input) == ("get_weather", {"city": "Paris"})
 
 
+# each API's final value through the transport, the id of its tool call, and how that id begins
+CALLS: dict[str, tuple[Callable[..., Any], Callable[[Any], str], str]] = {
+    "messages": (claude_final, lambda message: message.content[0].id, "toolu_"),
+    "responses": (gpt_final, lambda response: response.output[-1].call_id, "call_emu0_"),
+}
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_anthropic_sdk_retries_a_never_identified_tool_use_then_succeeds_after_two_requests(
-    emu: Emulator, kind: str
+@pytest.mark.parametrize("api", sorted(CALLS))
+def test_the_sdk_retries_a_never_identified_call_then_succeeds_after_two_requests(
+    emu: Emulator, kind: str, api: str
 ) -> None:
-    key = f"messages-never-{kind}"
+    final, call_id, prefix = CALLS[api]
+    key = f"{api}-never-{kind}"
     headers = {"x-emulator-fail-first": "1", "x-emulator-then": "clean-tool", "x-emulator-key": key}
-    message = claude_final(emu, kind, "never-identified", headers=headers)
-    assert message.content[0].id.startswith("toolu_")
+    result = final(emu, kind, "never-identified", headers=headers)
+    assert not isinstance(result, BaseException), result
+    assert call_id(result).startswith(prefix)
     assert emu.state.attempts[key] == 2
 
 
@@ -130,18 +134,6 @@ def test_openai_responses_stream_reads_repaired_identity_through_the_transport(e
     call = response.output[-1]
     assert call.call_id.startswith("call_emu0_")
     assert (call.name, call.arguments) == ("get_weather", '{"city": "Paris"}')
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_openai_responses_retries_a_never_identified_call_then_succeeds_after_two_requests(
-    emu: Emulator, kind: str
-) -> None:
-    key = f"responses-never-{kind}"
-    headers = {"x-emulator-fail-first": "1", "x-emulator-then": "clean-tool", "x-emulator-key": key}
-    response = gpt_final(emu, kind, "never-identified", headers=headers)
-    assert not isinstance(response, BaseException), response
-    assert response.output[-1].call_id.startswith("call_emu0_")
-    assert emu.state.attempts[key] == 2
 
 
 @pytest.mark.parametrize("kind", KINDS)

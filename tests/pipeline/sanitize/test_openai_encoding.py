@@ -1,17 +1,23 @@
-"""What the sanitizer writes: clean, standard OpenAI SSE, whatever the upstream sent (no HTTP here)."""
+"""What the sanitizer writes: clean, standard OpenAI SSE, whatever the upstream sent (no HTTP here). ``Sanitizer`` is
+deprecated on its face (a ``DeprecationWarning``); these tests read it from its module, and check the warning."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import warnings
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pipeline
 from operators import Failure, Finish, FinishReason, Usage
 from pipeline.emulator import PROFILES, ScriptOptions, build_script
-from pipeline.sanitize import Sanitizer, usage_json
+from pipeline.sanitize import _encode, _sanitizer, usage_json
+from pipeline.sanitize._sanitizer import Sanitizer
 
 STREAMED = sorted(
     name for name in PROFILES if name not in ("agent", "replay", "stall") and build_script(name).is_event_stream
@@ -174,3 +180,48 @@ def test_any_split_of_the_upstream_bytes_gives_the_same_sanitized_bytes(profile:
     whole = sanitize(data)
     split = sanitize(data, pieces)
     assert events(split) == events(whole)
+
+
+@pytest.mark.parametrize(
+    ("name", "defined"), [("Sanitizer", _sanitizer.Sanitizer), ("OpenAIEncoder", _encode.OpenAIEncoder)]
+)
+def test_the_old_re_encoders_still_work_from_the_face_with_a_deprecation_warning_naming_the_replacement(
+    name: str, defined: type
+) -> None:
+    with pytest.warns(DeprecationWarning, match=f"pipeline.sanitize.{name} is deprecated") as caught:
+        value = getattr(pipeline.sanitize, name)
+    assert value is defined
+    assert value.__module__ == "pipeline.sanitize"  # still named by the face while it lasts
+    (warning,) = caught
+    assert "SanitizingTransport" in str(warning.message)
+    assert "StreamRepair" in str(warning.message)
+    assert warning.filename == __file__  # points at the caller's line
+    assert name not in pipeline.sanitize.__all__
+    assert name not in dir(pipeline.sanitize)
+
+
+def test_the_deprecated_sanitizer_taken_from_the_face_still_re_encodes() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from pipeline.sanitize import Sanitizer as FromFace
+    assert caught
+    assert all(issubclass(w.category, DeprecationWarning) for w in caught)
+    wire = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+    make: Any = FromFace  # the face's __getattr__ is typed as giving an object
+    sanitizer = make(model="m")
+    out = events(sanitizer.feed(wire) + sanitizer.close())
+    assert out[0]["choices"][0]["delta"] == {"role": "assistant", "content": "hi"}
+    assert out[-1] == "[DONE]"
+
+
+def test_the_library_itself_never_takes_the_deprecated_names_from_the_face() -> None:
+    script = (
+        "import warnings\n"
+        "warnings.filterwarnings('error', category=DeprecationWarning, module=r'(pipeline|operators)(\\.|$)')\n"
+        "import pipeline, pipeline.cli, pipeline.sanitize\n"
+        "pipeline.sanitize.SanitizingTransport()\n"
+        "pipeline.sanitize.ProxyConfig.from_env({'LLM_STREAM_PROXY_UPSTREAM': 'http://127.0.0.1:9/v1'})\n"
+        "print('clean')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert result.stdout.strip() == "clean", result.stderr

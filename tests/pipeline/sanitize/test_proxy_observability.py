@@ -70,6 +70,24 @@ def test_repairs_and_the_finish_reach_the_metrics_and_the_access_log(
     assert "llm_stream_proxy_upstream_duration_seconds_count 1.0" in metrics or "duration_seconds_count" in metrics
 
 
+@pytest.mark.parametrize(("path", "body", "kind"), [
+    ("messages", {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES, "stream": True},
+     "block-restarted"),
+    ("responses", {"model": "m", "input": "hi", "stream": True}, "item-identity"),
+])
+def test_messages_and_responses_repairs_reach_the_access_log_and_the_metrics(
+    proxy: Proxy, caplog: pytest.LogCaptureFixture, path: str, body: dict[str, Any], kind: str
+) -> None:
+    profile = "seed-bug" if path == "messages" else "rotated-ids"
+    with caplog.at_level(logging.INFO, logger="llm_stream.proxy.access"):
+        response = httpx.post(f"{proxy.base_url}/{path}", json=body, headers={"x-emulator-profile": profile})
+        (record,) = _eventually(lambda: [json.loads(r.getMessage()) for r in caplog.records
+                                         if r.name == "llm_stream.proxy.access" and path in r.getMessage()])
+    assert response.status_code == 200
+    assert record["repairs"][kind] > 0
+    assert f'llm_stream_proxy_repairs_total{{kind="{kind}"}}' in httpx.get(f"{proxy.url}/metrics").text
+
+
 def test_each_forwarded_request_is_a_client_span_with_the_genai_attributes(proxy: Proxy) -> None:
     EXPORTER.clear()
     _seed_bug(proxy)
