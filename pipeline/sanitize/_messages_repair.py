@@ -10,7 +10,8 @@ original bytes:
   start for its index fills them in; the first start is then written with them. Still unidentified at
   ``message_stop``: ``MALFORMED_TOOL_CALL``.
 - A ``message_start`` without a message object is ``MALFORMED_RESPONSE``; a second one with another ``id`` is
-  ``STREAM_CLOSED`` (the first message was cut, decision 0044); one with the first's ``id`` (a duplicate) passes.
+  ``STREAM_CLOSED`` (the first message was cut, decision 0044); one with the first's ``id`` (a duplicate) passes. A
+  payload of another wire format (a chat chunk, a Responses event) is ``MALFORMED_RESPONSE`` naming it (0045).
 - A ``data: [DONE]`` is dropped; nothing after ``message_stop`` is passed on. An event without an ``event:`` line
   (a data-only stream, which the SDK skips entirely) gets one named after its payload's ``type``.
 - The body ending without ``message_stop``: after a ``stop_reason`` the message is whole (the library reads it so, and
@@ -31,7 +32,7 @@ from typing import Any
 import msgspec
 
 from operators import Code, Failure, Limits
-from operators.extend import classify_inband_error
+from operators.extend import classify_inband_error, foreign_format, format_mismatch
 
 from .._logging import get_logger
 from ._event_repair import EventRepair
@@ -140,6 +141,10 @@ class MessagesRepair(EventRepair):
         if name == b"error" or kind == "error":
             error = body.get("error", body) if type(body) is dict else data.decode("utf-8", "replace")
             self._end_with(classify_inband_error(error), raw)
+            return
+        seen = foreign_format(kind, type(body) is dict and "choices" in body)
+        if seen is not None and seen != "messages":  # a stream of another format (decision 0045)
+            self._end_with(format_mismatch(seen, "messages", data))
             return
         if kind == "content_block_start":
             self._block_start(raw, name, body)

@@ -159,6 +159,23 @@ def test_a_second_message_start_with_another_id_is_stream_closed_as_the_library_
     assert (out, repair.failure, _library_failure(duplicate)) == (duplicate, None, None)
 
 
+@pytest.mark.parametrize("size", SPLITS)
+@pytest.mark.parametrize("payload", [
+    {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+    {"type": "response.created", "response": {"id": "resp_1"}},
+], ids=["chat", "responses"])
+def test_a_stream_of_another_format_is_malformed_response_naming_it_as_the_library_does(
+    payload: dict[str, object], size: int
+) -> None:
+    raw = f"data: {json.dumps(payload)}\n\n".encode() + body("clean")
+    out, repair = repaired(MessagesRepair, raw, size)
+    library = pipeline.assemble(pipeline.collect(raw, format="messages")).finish.failure
+    assert repair.failure is not None
+    assert library is not None
+    assert (repair.failure.code, repair.failure.message) == (Code.MALFORMED_RESPONSE, library.message)
+    assert [name for name, _ in named_events(out)] == ["error"]
+
+
 def test_the_last_event_without_its_blank_line_is_read_and_a_cut_line_dropped() -> None:
     raw = body("clean")
     out, repair = repaired(MessagesRepair, raw.removesuffix(b"\n\n"), 5)
