@@ -175,7 +175,8 @@ class MessagesRepair(EventRepair):
             self._message_id = message.get("id")
             content = message.get("content")
             if type(content) is list:  # a continuation's blocks are started already
-                self._blocks.update(dict.fromkeys(range(len(content))))
+                for index in range(len(content)):
+                    self._blocks.setdefault(index, None)  # a block started before it (held or not) stays
         self._emit(raw, content=False)
 
     def _block_start(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:

@@ -176,6 +176,18 @@ def test_a_stream_of_another_format_is_malformed_response_naming_it_as_the_libra
     assert [name for name, _ in named_events(out)] == ["error"]
 
 
+def test_a_message_start_after_a_held_block_keeps_it_held_and_never_identified_is_an_error() -> None:
+    """Found by test_repair_any_split's hypothesis run: a continuation's ``message_start`` after an unidentified
+    ``tool_use`` start marked its index as a started block, dropping the held one, and the end raised StopIteration."""
+    raw = (b'data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":null,"name":""}}\n\n'
+           b'data: {"type":"message_start","message":{"content":[{"type":"tool_use"}]}}\n\n'
+           b'data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":null}\n\n')
+    out, repair = repaired(MessagesRepair, raw, len(raw))
+    assert repair.failure is not None
+    assert repair.failure.code == Code.MALFORMED_TOOL_CALL
+    assert named_events(out)[-1][0] == "error"
+
+
 def test_the_last_event_without_its_blank_line_is_read_and_a_cut_line_dropped() -> None:
     raw = body("clean")
     out, repair = repaired(MessagesRepair, raw.removesuffix(b"\n\n"), 5)
