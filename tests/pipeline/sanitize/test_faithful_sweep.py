@@ -102,7 +102,6 @@ SDK_LIMITS: dict[str, str] = {
         "check raises RuntimeError; the repairer keeps call ids of function calls only",
 }
 
-
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 PLAIN_READS_RIGHT = (65, 40, 33)
 """How many chat, Messages and Responses streams the plain SDK (no transport) reads as the library does."""
@@ -119,11 +118,10 @@ def _cached(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda key: cache[key] if key in cache else cache.setdefault(key, read(key))
 
 
-
-
 @pytest.fixture(scope="module")
 def through(corpus: Gateway) -> Callable[[Kind], dict[str, dict[str, Any]]]:
     """The SDK's reading of every stream through the transport, once per client kind."""
+
     def read(kind: Kind) -> dict[str, dict[str, Any]]:
         streams = [s for s in STREAMS if kind.startswith("httpx2") or s.format != "messages"]
         return sdk_readings(kind, corpus.base_url, streams, transport=True)
