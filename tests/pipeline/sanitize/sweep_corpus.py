@@ -11,6 +11,7 @@ comparable values.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -88,6 +89,7 @@ def corpus_gateway() -> Gateway:
 
 # -- the library's reading, in each SDK's terms ------------------------------------------------------------------
 
+@functools.cache
 def library_reading(stream: Stream) -> dict[str, Any]:
     """``pipeline.assemble`` of the stream: text, reasoning, calls (arguments parsed for Messages, whose SDK parses
     them), the finish as ``(kind, code)``, and a failure's message, status and retry classification."""
@@ -116,6 +118,7 @@ def _arguments(stream: Stream, arguments: str) -> Any:
         return Unparsed(arguments)
 
 
+@functools.cache
 def forwarded_before_failing(stream: Stream) -> bool | None:
     """Whether the stream's repairer released a byte before its failure, fed one event per read as the gateway serves
     it (so the transport answers the failure in-band, not as an HTTP error); None when it does not fail."""
