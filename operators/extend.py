@@ -21,13 +21,15 @@ face as its ``__module__``, so tracebacks, reprs, ``help()`` and pickle name the
 
 A byte source (a custom transport) raises ``StreamFailure(failure)`` through ``on_error`` to end the response with a
 classified error finish; ``classify_http_error``, ``parse_retry_after``, ``retry_after_from`` and
-``request_id_from`` classify an HTTP error.
+``request_id_from`` classify an HTTP error; ``foreign_format`` / ``format_mismatch`` name a payload of another wire
+format than the one read (decision 0045).
 """
 
 from ._block_texts import BlockTexts
 from ._chain import default_rules
 from ._chunks import CHUNK_TYPES
 from ._faces import publish
+from ._format_mismatch import foreign_format, format_mismatch
 from ._fused import default_chain
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
@@ -76,6 +78,8 @@ __all__ = [
     "default_chain",
     "default_rules",
     "filter_items",
+    "foreign_format",
+    "format_mismatch",
     "limit_exceeded",
     "map_items",
     "parse_retry_after",

@@ -13,7 +13,7 @@ import json
 import socket
 import socketserver
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 __all__ = ["Gateway", "chunk", "http_json", "sse", "sse_event"]
@@ -71,9 +71,10 @@ class _Handler(socketserver.BaseRequestHandler):
             if not more:
                 break
             body += more
-        self.server.gateway.record(head, body)
+        gateway = self.server.gateway
+        gateway.record(head, body)
         try:
-            sock.sendall(self.server.gateway.next_response())
+            sock.sendall(gateway.route(head, body) if gateway.route is not None else gateway.next_response())
             sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
@@ -86,9 +87,13 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 class Gateway:
-    def __init__(self, *responses: bytes) -> None:
-        assert responses
+    """``responses`` answer the requests in turn (the last one repeats); or ``route(head, body)`` picks each answer
+    from the request (one gateway serving a whole corpus, say by the body's ``model``)."""
+
+    def __init__(self, *responses: bytes, route: Callable[[bytes, bytes], bytes] | None = None) -> None:
+        assert responses or route is not None
         self.responses = list(responses)
+        self.route = route
         self.requests: list[tuple[bytes, bytes]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)

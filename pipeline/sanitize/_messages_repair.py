@@ -9,6 +9,9 @@ original bytes:
 - A ``tool_use`` start without a non-empty ``id`` and ``name`` is held, with everything after it, until a repeated
   start for its index fills them in; the first start is then written with them. Still unidentified at
   ``message_stop``: ``MALFORMED_TOOL_CALL``.
+- A ``message_start`` without a message object is ``MALFORMED_RESPONSE``; a second one with another ``id`` is
+  ``STREAM_CLOSED`` (the first message was cut, decision 0044); one with the first's ``id`` (a duplicate) passes. A
+  payload of another wire format (a chat chunk, a Responses event) is ``MALFORMED_RESPONSE`` naming it (0045).
 - A ``data: [DONE]`` is dropped; nothing after ``message_stop`` is passed on. An event without an ``event:`` line
   (a data-only stream, which the SDK skips entirely) gets one named after its payload's ``type``.
 - The body ending without ``message_stop``: after a ``stop_reason`` the message is whole (the library reads it so, and
@@ -29,7 +32,7 @@ from typing import Any
 import msgspec
 
 from operators import Code, Failure, Limits
-from operators.extend import classify_inband_error
+from operators.extend import classify_inband_error, foreign_format, format_mismatch
 
 from .._logging import get_logger
 from ._event_repair import EventRepair
@@ -98,6 +101,7 @@ class MessagesRepair(EventRepair):
         super().__init__(limits, api_key, strict)
         self._blocks: dict[int, Held | None] = {}  # started blocks by index; a held tool_use keeps its Held
         self._started = False
+        self._message_id: object = None
         self._stop_reason: str | None = None
 
     def _hot_block(self, block: bytes) -> bool:
@@ -138,6 +142,10 @@ class MessagesRepair(EventRepair):
             error = body.get("error", body) if type(body) is dict else data.decode("utf-8", "replace")
             self._end_with(classify_inband_error(error), raw)
             return
+        seen = foreign_format(kind, type(body) is dict and "choices" in body)
+        if seen is not None and seen != "messages":  # a stream of another format (decision 0045)
+            self._end_with(format_mismatch(seen, "messages", data))
+            return
         if kind == "content_block_start":
             self._block_start(raw, name, body)
         elif kind == "message_start":
@@ -155,11 +163,20 @@ class MessagesRepair(EventRepair):
 
     def _message_start(self, raw: bytes, body: dict[str, Any]) -> None:
         message = body.get("message")
-        if not self._started and type(message) is dict:
+        if type(message) is not dict:  # the library's reading: a field of the wrong type
+            self._end_with(Failure(Code.MALFORMED_RESPONSE, "message_start without a message object"))
+            return
+        if self._started and message.get("id") != self._message_id:  # decision 0044: the first message was cut
+            self._end_with(Failure(Code.STREAM_CLOSED, f"message {str(message.get('id'))[:60]} started before "
+                                   f"message {str(self._message_id)[:60]} ended: the stream of it was cut"))
+            return
+        if not self._started:
             self._started = True
+            self._message_id = message.get("id")
             content = message.get("content")
             if type(content) is list:  # a continuation's blocks are started already
-                self._blocks.update(dict.fromkeys(range(len(content))))
+                for index in range(len(content)):
+                    self._blocks.setdefault(index, None)  # a block started before it (held or not) stays
         self._emit(raw, content=False)
 
     def _block_start(self, raw: bytes, name: bytes, body: dict[str, Any]) -> None:

@@ -18,6 +18,8 @@ original bytes:
   own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
   an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
   ``data: [DONE]`` is passed on (the SDK stops at it); nothing else after the end.
+- A payload of another wire format (a chat-completions chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming it,
+  as the library reads it (decision 0045).
 - Reasoning items (``encrypted_content``), server-tool items, annotations, unknown events: passed through unread.
 
 The hot path (a delta or part event whose ``item_id`` is the latest item's, or that has none) is two substring
@@ -33,7 +35,7 @@ from typing import Any
 import msgspec
 
 from operators import Code, Failure, Finish, Limits
-from operators.extend import OWN_ERROR_TYPE, classify_inband_error
+from operators.extend import OWN_ERROR_TYPE, classify_inband_error, foreign_format, format_mismatch
 
 from ._event_repair import EventRepair
 from ._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
@@ -119,7 +121,10 @@ class ResponsesRepair(EventRepair):
             return
         given = body.get("type")
         kind = given if type(given) is str else name.decode("utf-8", "replace")
-        if kind in _LIFECYCLE:
+        seen = foreign_format(given, "choices" in body)
+        if seen is not None and seen != "responses":  # a stream of another format (decision 0045)
+            self._end_with(format_mismatch(seen, "responses", data))
+        elif kind in _LIFECYCLE:
             self._emit(self._same_response(raw, name, body), content=False)
         elif kind == "response.output_item.added":
             self._added(raw, name, body)

@@ -9,6 +9,7 @@ import re
 import pytest
 from repair_helpers import SPLITS, blocks, body_of, ending, fed_around, named_events, repaired, without
 
+import pipeline
 from operators import Code, Failure
 from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
 from pipeline.sanitize._messages_repair import MessagesRepair, messages_error_body
@@ -123,6 +124,68 @@ def test_an_upstream_error_event_passes_as_it_came_and_is_the_failure() -> None:
     out, repair = repaired(MessagesRepair, raw, 64)
     assert out == raw
     assert ending(repair) == ("error", Code.SERVER)
+
+
+def _library_failure(raw: bytes) -> str | None:
+    finish = pipeline.assemble(pipeline.collect(raw, format="messages")).finish
+    return finish.code if finish.kind == "error" else None
+
+
+@pytest.mark.parametrize("size", SPLITS)
+def test_a_message_start_without_a_message_is_malformed_response_as_the_library_reads_it(size: int) -> None:
+    """Found by the SDK sweep (peers-formats/messages/25): it passed, and the anthropic SDK raised AttributeError."""
+    raw = b'event: message_start\ndata: {"type":"message_start","message":null}\n\n' + body("clean")
+    out, repair = repaired(MessagesRepair, raw, size)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.MALFORMED_RESPONSE == _library_failure(raw)
+    assert [name for name, _ in named_events(out)] == ["error"]  # nothing before it: through the transport, HTTP
+
+
+@pytest.mark.parametrize("size", SPLITS)
+def test_a_second_message_start_with_another_id_is_stream_closed_as_the_library_reads_it(size: int) -> None:
+    """Found by the SDK sweep (peers-formats/messages/17): it passed, and the anthropic SDK returned one message
+    merged from two (decision 0044: the first was cut). A second start with the first's id still passes."""
+    parts = blocks(body("clean"))
+    again = parts[0].replace(b"msg_emuchatcmpl-repairtest", b"msg_second")
+    raw = b"".join([*parts[:5], again, *parts[5:]])
+    out, repair = repaired(MessagesRepair, raw, size)
+    assert repair.failure is not None
+    assert repair.failure.code == Code.STREAM_CLOSED == _library_failure(raw)
+    assert out.startswith(b"".join(parts[:5]))
+    assert b'"id":"msg_second"' not in out  # the second start is not passed on
+    assert named_events(out)[-1][0] == "error"
+    duplicate = b"".join([*parts[:5], parts[0], *parts[5:]])
+    out, repair = repaired(MessagesRepair, duplicate, size)
+    assert (out, repair.failure, _library_failure(duplicate)) == (duplicate, None, None)
+
+
+@pytest.mark.parametrize("size", SPLITS)
+@pytest.mark.parametrize("payload", [
+    {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+    {"type": "response.created", "response": {"id": "resp_1"}},
+], ids=["chat", "responses"])
+def test_a_stream_of_another_format_is_malformed_response_naming_it_as_the_library_does(
+    payload: dict[str, object], size: int
+) -> None:
+    raw = f"data: {json.dumps(payload)}\n\n".encode() + body("clean")
+    out, repair = repaired(MessagesRepair, raw, size)
+    library = pipeline.assemble(pipeline.collect(raw, format="messages")).finish.failure
+    assert repair.failure is not None
+    assert library is not None
+    assert (repair.failure.code, repair.failure.message) == (Code.MALFORMED_RESPONSE, library.message)
+    assert [name for name, _ in named_events(out)] == ["error"]
+
+
+def test_a_message_start_after_a_held_block_keeps_it_held_and_never_identified_is_an_error() -> None:
+    """Found by test_repair_any_split's hypothesis run: a continuation's ``message_start`` after an unidentified
+    ``tool_use`` start marked its index as a started block, dropping the held one, and the end raised StopIteration."""
+    raw = (b'data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":null,"name":""}}\n\n'
+           b'data: {"type":"message_start","message":{"content":[{"type":"tool_use"}]}}\n\n'
+           b'data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":null}\n\n')
+    out, repair = repaired(MessagesRepair, raw, len(raw))
+    assert repair.failure is not None
+    assert repair.failure.code == Code.MALFORMED_TOOL_CALL
+    assert named_events(out)[-1][0] == "error"
 
 
 def test_the_last_event_without_its_blank_line_is_read_and_a_cut_line_dropped() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from repair_helpers import SPLITS, blocks, body_of, ending, fed_around, named_events, repaired
 
+import pipeline
 from operators import Code, Failure
 from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
 from pipeline.sanitize._responses_repair import ResponsesRepair, responses_error_body
@@ -159,3 +160,20 @@ def test_strict_makes_a_refusal_refusal_and_an_empty_answer_empty_response() -> 
     clean, repair = repaired(lambda: ResponsesRepair(strict=True), raw, 64)
     assert clean == raw
     assert repair.failure is None
+
+
+@pytest.mark.parametrize("size", SPLITS)
+def test_a_chat_completions_stream_on_the_responses_path_is_malformed_response_naming_it(size: int) -> None:
+    """Found by the SDK sweep (peers-formats/responses/02): it passed, and the SDK's responses.stream() raised
+    RuntimeError; the library reads it as MALFORMED_RESPONSE naming the format (decision 0045)."""
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": {"content": "Hi"}}]}
+    raw = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+    out, repair = repaired(ResponsesRepair, raw, size)
+    library = pipeline.assemble(pipeline.collect(raw, format="responses")).finish.failure
+    assert repair.failure is not None
+    assert library is not None
+    assert repair.failure.code == library.code == Code.MALFORMED_RESPONSE
+    assert "format='chat'" in repair.failure.message
+    assert repair.failure.message == library.message
+    assert [data["code"] for _, data in named_events(out)] == [Code.MALFORMED_RESPONSE]
