@@ -14,8 +14,8 @@ Each stream is replayed as its README says, through the command line a user runs
 Beside the expectations: detection and the named format agree (or the named read refuses the stream naming the
 format it is), and any read size gives the same chunks.
 
-One expectation records a rule this library has since replaced by a documented decision (``SUPERSEDED``): the case
-is checked against the new rule, and the expectation's own finish is asserted to differ, so the entry cannot go stale.
+Every expectation records this library's current rule (``responses/18`` records decision 0045's finish since the
+corpus was updated), so no case is exempted.
 """
 
 from __future__ import annotations
@@ -34,15 +34,6 @@ from pipeline.cli import main
 
 FIXTURES = PEER_FORMAT_STREAMS
 STREAMS = sorted(FIXTURES.glob("*/*.sse"))
-
-# file name -> (the finish our current rule gives, the decision that replaced the rule the expectation records)
-SUPERSEDED: dict[str, tuple[dict[str, Any], str]] = {
-    "18-vercel-client-tool-search-call-id-changes.sse": (
-        {"kind": "error", "code": "UNSUPPORTED_OUTPUT"},
-        "decision 0045: a client-executed tool_search_call is an item the client must act on (not retried), "
-        "no longer a server-side tool whose response is EMPTY_RESPONSE (retried)",
-    ),
-}
 
 pytestmark = pytest.mark.skipif(not STREAMS and not os.environ.get("CI"), reason=f"no streams under {FIXTURES}")
 
@@ -87,10 +78,6 @@ def test_replay_agrees_with_what_the_peer_suite_asserts(path: Path, capsys: pyte
     lines = [json.loads(line) for line in _replay(capsys, path, fmt, "--json").splitlines() if line]
 
     want = expected["finish"]
-    if path.name in SUPERSEDED:
-        ours, _decision = SUPERSEDED[path.name]
-        assert (want["kind"], want["code"]) != (ours["kind"], ours["code"])  # the entry is still needed
-        want = ours
     finish = message["finish"]
     assert finish["kind"] == want["kind"], finish
     if want["code"] is not None:
