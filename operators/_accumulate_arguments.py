@@ -18,7 +18,7 @@ from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ToolCallDelta
 from ._limits import DEFAULT_LIMITS, Limits, limit_exceeded
-from ._signals import Done, Halt, Rule, Signal, ToolCallState, ToolFragment
+from ._signals import Done, Halt, IdRefusal, Rule, Signal, ToolCallState, ToolFragment
 from ._stage import BaseStage, Batch, stage_operator
 
 __all__ = ["accumulate_arguments"]
@@ -29,7 +29,7 @@ def _text(buffer: bytearray) -> str:
 
 
 class _Arguments:
-    __slots__ = ("id", "name", "null_reported", "parts", "wire_index")
+    __slots__ = ("id", "name", "null_reported", "parts", "refused", "wire_index")
 
     def __init__(self, wire_index: int | None) -> None:
         self.wire_index = wire_index
@@ -37,6 +37,7 @@ class _Arguments:
         self.name: str | None = None
         self.parts = bytearray()  # UTF-8: one buffer per call, not one str object per fragment
         self.null_reported = False
+        self.refused: IdRefusal | None = None  # the last id refused as another call's (close_on_done's message)
 
 
 class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
@@ -56,7 +57,7 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
                     return
             elif kind is Done:
                 out.extend(
-                    ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts))
+                    ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts), call.refused)
                     for index, call in self.calls.items()
                 )
                 out.append(item)
@@ -78,6 +79,8 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
             call = self.calls[fragment.index] = _Arguments(fragment.wire_index)
         call.id = fragment.id
         call.name = fragment.name
+        if fragment.refused is not None:
+            call.refused = fragment.refused
         arguments = fragment.arguments
         if type(arguments) is str:
             if arguments:

@@ -64,12 +64,15 @@ _NO_SEAL = ReasoningSeal(-1)  # a reasoning block that carries nothing for the p
 
 
 def describe_missing_identity(calls: list[ToolCallState]) -> str:
-    """``tool call at wire index 0 (block 1) has no id`` ... joined by ``; ``."""
+    """``tool call at wire index 0 (block 1) has no id`` ... joined by ``; ``; a call whose id was refused because
+    another call owns it says so: ``... has no id (its id 'a' was refused: the tool call at wire index 1 (block 2)
+    owns it)``."""
     parts = []
     for call in calls:
         where = f"wire index {call.wire_index}" if call.wire_index is not None else "no wire index"
         missing = " and no ".join(call.missing)
-        parts.append(f"tool call at {where} (block {call.index}) has no {missing}")
+        refused = f" ({call.refused.describe()})" if call.refused is not None and call.id is None else ""
+        parts.append(f"tool call at {where} (block {call.index}) has no {missing}{refused}")
     return "; ".join(parts) + ": refused rather than assembled without its identity"
 
 

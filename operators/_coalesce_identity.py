@@ -35,7 +35,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
-from ._signals import FinishSeen, ReasoningEnd, ReasoningSeal, RefusalSeen, Rule, Signal, ToolFragment, UsageSeen
+from ._signals import (
+    FinishSeen,
+    IdRefusal,
+    ReasoningEnd,
+    ReasoningSeal,
+    RefusalSeen,
+    Rule,
+    Signal,
+    ToolFragment,
+    UsageSeen,
+)
 from ._stage import BaseStage, Batch, stage_operator
 from ._usage import checked_usage, merge_usage
 from ._usage_keys import counts_anything
@@ -182,14 +192,13 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         out.append(BlockStart(index, block_type))
         return index
 
-    # -- tool calls -----------------------------------------------------------------------------------------------
-
     def _tool_call(self, wire: WireToolCall, out: list[Signal]) -> None:
         wire_id = wire.id
         new_id = wire_id if type(wire_id) is str and wire_id else None
         function = wire.function
         wire_name = function.name if function is not None else UNSET
         call = self._correlate(wire.index, new_id, out)
+        refused: IdRefusal | None = None
 
         if new_id is not None:
             if call.id is None:
@@ -198,6 +207,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
                     call.id = new_id
                     self.by_id[new_id] = call
                 else:
+                    refused = IdRefusal(new_id, owner.index, owner.wire_index)
                     self._report_call(call, "duplicate-id", out, "duplicate-id",
                                       f"id {new_id!r} ignored: call {owner.index} already owns it"
                                       + self._kept(call, "id"))
@@ -214,7 +224,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
             self._ignore_identity(call, "name", wire_name, out)
 
         arguments = function.arguments if function is not None else UNSET
-        out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments))
+        out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments, refused))
 
     def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
         if wire_index is not None:
@@ -251,12 +261,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         key = f"empty-{field}" if empty else f"non-string-{field}"
         if key in call.reported:  # reported once per call: the message is not even formatted again
             return
-        if empty:
-            self._report_call(call, key, out, "empty-identity",
-                              f"{field} {_describe(value)} ignored" + self._kept(call, field))
-            return
-        self._report_call(call, key, out, "non-string-identity",
-                          f"{field} {_describe(value)} is not a string; ignored" + self._kept(call, field))
+        kind, what = ("empty-identity", "ignored") if empty else ("non-string-identity", "is not a string; ignored")
+        self._report_call(call, key, out, kind, f"{field} {_describe(value)} {what}" + self._kept(call, field))
 
     @staticmethod
     def _kept(call: _Call, field: str) -> str:

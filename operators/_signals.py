@@ -29,6 +29,7 @@ __all__ = [
     "Done",
     "FinishSeen",
     "Halt",
+    "IdRefusal",
     "PendingFinish",
     "ReasoningEnd",
     "ReasoningSeal",
@@ -57,6 +58,21 @@ class Halt:
 
 
 @attrs.frozen
+class IdRefusal:
+    """A non-empty wire id refused because another call of the response already owns it (``duplicate-id``)."""
+
+    id: str
+    owner_index: int
+    """The block index of the call that owns the id."""
+    owner_wire_index: int | None
+
+    def describe(self) -> str:
+        """``its id 'a' was refused: the tool call at wire index 1 (block 2) owns it``."""
+        where = f"wire index {self.owner_wire_index}" if self.owner_wire_index is not None else "no wire index"
+        return f"its id {self.id!r} was refused: the tool call at {where} (block {self.owner_index}) owns it"
+
+
+@attrs.frozen
 class ToolFragment:
     """One wire tool-call delta, correlated to its block, with the identity established so far."""
 
@@ -65,6 +81,8 @@ class ToolFragment:
     id: str | None
     name: str | None
     arguments: Any  # the raw wire value: str, None, or UNSET
+    refused: IdRefusal | None = None
+    """Set on the fragment whose wire id was refused as another call's (the call's ``id`` stays as it was)."""
 
 
 @attrs.frozen
@@ -76,6 +94,8 @@ class ToolCallState:
     id: str | None
     name: str | None
     arguments: str
+    refused: IdRefusal | None = None
+    """The last wire id refused for this call because another call owns it, if any."""
 
     @property
     def missing(self) -> tuple[str, ...]:

@@ -131,3 +131,33 @@ def test_two_calls_claiming_one_id_are_refused_never_merged(data: bytes) -> None
     [finish_chunk] = of_type(out, "finish")
     assert finish_chunk["reason"]["failure"]["code"] == "MALFORMED_TOOL_CALL"
     assert [a["kind"] for a in of_type(out, "anomaly") if a["kind"] == "duplicate-id"] == ["duplicate-id"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        sse(F, tools(tool(0, id="a", name="f", arguments='{"x":1}')),
+            tools(tool(1, id="a", name="f", arguments='{"y":2}')), finish("tool_calls")),
+        _messages_two_tool_uses_with_one_id(),
+        _responses_two_function_calls_with_one_call_id(),
+    ],
+    ids=["chat", "messages", "responses"],
+)
+def test_the_refusal_of_a_duplicate_id_names_the_call_that_owns_it(data: bytes) -> None:
+    out = [chunk.to_dict() for chunk in pipeline.collect(data)]
+
+    [finish_chunk] = of_type(out, "finish")
+    message = finish_chunk["reason"]["failure"]["message"]
+    refused = "its id '{}' was refused: the tool call at wire index 0 (block 0) owns it"
+    assert any(refused.format(call_id) in message for call_id in ("a", "toolu_a", "call_a")), message
+    assert "(block 1) has no id (its id" in message
+
+
+def test_a_call_that_never_claimed_an_owned_id_is_described_as_before() -> None:
+    data = sse(F, tools(tool(0, name="f", arguments="{}")), finish("tool_calls"))
+
+    [finish_chunk] = of_type(run(data), "finish")
+
+    message = finish_chunk["reason"]["failure"]["message"]
+    assert message.startswith("tool call at wire index 0 (block 0) has no id: refused"), message
+    assert "owns" not in message
