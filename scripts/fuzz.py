@@ -12,8 +12,8 @@ block-start before deltas before block-end, no block-end for a tool call without
 block-ends sharing an id, every chunk's ``to_dict()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
 against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
-invalid one). Seeds: the ``*.sse`` files of ../shared/fixtures/sse (chat; messages and responses, with
-peers-formats, for those targets), read in place.
+invalid one). Seeds: the ``*.sse`` files of the in-repo corpus ``tests/corpus/fixtures/sse`` (chat; messages and
+responses, with peers-formats, for those targets; a copy of ../shared/fixtures), read in place.
 The ``proxy`` target (``fuzz_proxy.py``) takes one HTTP request as its input instead, with an oracle of its own.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 How a target is run (atheris, or the built-in loop) is ``fuzz_runner.py``.
@@ -62,7 +62,7 @@ from scripts.fuzz_runner import MAX_LEN as MAX_LEN  # noqa: E402  (re-exported, 
 from scripts.fuzz_runner import TOKENS, atheris_child, fallback, run_atheris  # noqa: E402
 from scripts.fuzz_runner import mutate as mutate  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "corpus" / "fixtures"  # the in-repo copy of ../shared/fixtures (tests/corpus/README.md)
 CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
 MESSAGES_SEEDS = [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"]
 RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"]

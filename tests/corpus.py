@@ -1,14 +1,25 @@
-"""Where the shared reference corpus is, resolved once: ``../shared`` beside the repository (read, never copied), or
-the folder an environment variable names."""
+"""Where the reference corpus is, resolved once: the copy in the repository (``tests/corpus/``, so the suite runs
+from a clone alone), or the folder an environment variable names.
+
+``tests/corpus/`` mirrors ``../shared`` (the project's shared reference material): ``tests/corpus/fixtures`` is a
+byte-for-byte copy of ``../shared/fixtures``, and ``test_the_in_repo_corpus_equals_the_shared_one``
+(``tests/test_corpus.py``) keeps the two equal wherever ``../shared`` sits beside the repository.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-"""The shared reference material (``../shared`` from the repository root)."""
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root."""
+SHARED = ROOT / "tests" / "corpus"
+"""The in-repo copy of the shared reference material (the part the suite, the scripts and the docs use)."""
 FIXTURES = SHARED / "fixtures"
+"""The recorded streams and their expectations: a copy of ``../shared/fixtures``."""
+OUTSIDE_SHARED = ROOT.parent / "shared"
+"""The shared reference material beside the repository, where it exists (the copy's origin; only the test that
+compares the two reads it)."""
 
 REAL_STREAMS = Path(os.environ.get("LLM_STREAM_FIXTURES", FIXTURES / "sse" / "real"))
 """Recorded chat-completions streams of real gateways (``LLM_STREAM_FIXTURES``)."""

@@ -114,8 +114,7 @@ def test_check_operators_rejects_a_page_without_markers(tmp_path: Path) -> None:
 
 def test_gateways_page_matches_the_corpus() -> None:
     fixtures = gen_gateways.find_fixtures()
-    if fixtures is None:
-        pytest.skip("the real-stream corpus is not present (set LLM_STREAM_FIXTURES)")
+    assert fixtures is not None, "no real-stream corpus: tests/corpus/fixtures/sse/real, or LLM_STREAM_FIXTURES"
 
     diff = gen_gateways.check(fixtures, DOCS / "gateways.md")
 

@@ -19,11 +19,12 @@ def sse(*payloads: object) -> bytes:
     )
 
 
-def test_the_seed_corpus_is_read_in_place_from_the_shared_fixtures() -> None:
-    seeds = fuzz.seed_files()
+def test_the_seed_corpus_is_read_in_place_from_the_in_repo_corpus() -> None:
+    seeds = fuzz.seed_files("fast_path")  # every folder
 
-    assert len(seeds) >= 20
-    assert all(path.suffix == ".sse" and "fixtures" in path.parts for path in seeds)
+    assert len(seeds) >= 244
+    assert fuzz.FIXTURES == fuzz.ROOT / "tests" / "corpus" / "fixtures"
+    assert all(path.suffix == ".sse" and path.is_relative_to(fuzz.FIXTURES) for path in seeds)
 
 
 @pytest.mark.parametrize("target", sorted(fuzz.TARGETS))

@@ -132,6 +132,14 @@ def test_the_metadata_has_project_urls_keywords_and_names_the_three_formats(buil
     assert {"llm", "sse", "openai", "anthropic"} <= set(keywords.split(","))
 
 
+def test_the_wheel_holds_no_part_of_the_test_suite_nor_its_corpus(built: tuple[str, Path]) -> None:
+    names = zipfile.ZipFile(built[1]).namelist()
+    assert not [name for name in names if name.startswith("tests/") or "corpus" in name or "fixtures" in name]
+    streams = [name for name in names if name.endswith(".sse")]
+    assert streams
+    assert all(name.startswith("pipeline/compose/examples/") for name in streams), streams
+
+
 def test_the_sdist_holds_no_part_of_the_test_suite(sdist: list[str]) -> None:
     assert not [name for name in sdist if name.startswith("tests/")]
     assert {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "pipeline/py.typed", "operators/py.typed"} <= set(

@@ -1,4 +1,4 @@
-"""Conformance over the real recorded streams in ../shared/fixtures/sse/real/ (read from there, never copied).
+"""Conformance over the real recorded streams of the corpus' ``sse/real/`` (``corpus.py``).
 
 For each stream the assembled text, reasoning and tool calls must equal its ``.expected.json``, and the wire-level
 ``finish_reason`` and ``usage`` must agree with our finish and usage through the mapping rules (map_finish_reason,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import MESSAGES_STREAMS, PEER_FORMAT_STREAMS, PEER_STREAMS, REAL_STREAMS, RESPONSES_STREAMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import FRAMINGS, frame, splits, streams
@@ -22,9 +23,8 @@ import pipeline
 from operators import Chunk, Format, Limits
 from scripts import fuzz
 
-FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures"
-FOLDERS = ["sse/real", "sse/peers", "messages", "responses", "peers-formats"]
-STREAMS = sorted(path for folder in FOLDERS for path in (FIXTURES / folder).rglob("*.sse"))
+FOLDERS = [REAL_STREAMS, PEER_STREAMS, MESSAGES_STREAMS, RESPONSES_STREAMS, PEER_FORMAT_STREAMS]
+STREAMS = sorted(path for folder in FOLDERS for path in folder.rglob("*.sse"))
 SMALL = Limits(max_event_bytes=256, max_arguments_bytes=64, max_text_bytes=64, max_tool_calls=2)
 
 
@@ -54,7 +54,7 @@ def test_the_fast_path_gives_the_rule_chains_chunks_on_every_shared_stream_at_ev
 
 
 def test_the_batches_carry_the_rule_chains_items_in_order() -> None:
-    path = FIXTURES / "sse" / "real"
+    path = REAL_STREAMS
     for stream in sorted(path.glob("*.sse"))[:12]:
         pieces = cut(stream.read_bytes(), 64)
         seen: dict[str, list[Any]] = {"fast": [], "general": []}

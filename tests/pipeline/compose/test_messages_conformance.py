@@ -1,4 +1,4 @@
-"""Conformance over the 40 Messages API streams in ../shared/fixtures/messages/ (read from there, never copied).
+"""Conformance over the 40 Messages API streams of the corpus' ``messages/`` (``corpus.py``).
 
 For each stream the chain ``parse_messages_sse -> protocol_rules -> to_chunks`` is composed here and assembled; the
 text, reasoning and tool calls must equal its ``.expected.json``, and its wire-level ``stop_reason``, merged ``usage``

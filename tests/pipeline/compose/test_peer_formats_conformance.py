@@ -1,4 +1,4 @@
-"""Conformance over the 65 peer-suite streams of ../shared/fixtures/peers-formats/ (read from there, never copied).
+"""Conformance over the 65 peer-suite streams of the corpus' ``peers-formats/`` (``corpus.py``).
 
 Each stream is replayed as its README says, through the command line a user runs: ``llm-stream replay --format F
 --assembled`` for the assembled message and ``--json`` for the chunks, and compared with its ``.expected.json``:

@@ -1,4 +1,4 @@
-"""Reasoning round trip over the real corpora (../shared/fixtures/messages/ and responses/, read from there): every
+"""Reasoning round trip over the real corpora (the corpus' ``messages/`` and ``responses/``): every
 thinking signature, redacted_thinking data and Responses encrypted reasoning a stream carries is on a reasoning
 block, exactly, in order (docs/decisions/0028-reasoning-round-trip.md).
 

@@ -1,4 +1,4 @@
-"""Conformance over the 36 Responses API streams of ../shared/fixtures/responses/ (read from there, never copied).
+"""Conformance over the 36 Responses API streams of the corpus' ``responses/`` (``corpus.py``).
 
 Each stream runs through ``parse_responses_sse`` and the unchanged rule chain. The assembled text, reasoning and tool
 calls must equal its ``.expected.json`` (``tool_calls[].id`` is the ``call_id``); the finish and the usage must agree

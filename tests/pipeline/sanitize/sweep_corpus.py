@@ -1,5 +1,5 @@
 """The whole shared corpus for the SDK sweep (``test_faithful_sweep.py``): every recorded stream of
-``../shared/fixtures`` (``sse/real``, ``sse/peers``, ``messages``, ``responses``, ``peers-formats``), served by one
+the corpus (``corpus.py``: ``sse/real``, ``sse/peers``, ``messages``, ``responses``, ``peers-formats``), served by one
 loopback gateway that picks the stream by the request's ``model``, one chunk per event; the library's own reading of
 each stream; and what the unmodified SDK (openai chat and Responses, anthropic Messages) returns or raises, as
 comparable values.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
+from corpus import PEER_STREAMS, REAL_STREAMS
 from gateway import sse_event
 from hypothesis import given
 from hypothesis import strategies as st
@@ -72,7 +72,6 @@ def test_the_key_echoed_by_the_upstream_is_not_forwarded() -> None:
     assert b"[redacted]" in out
 
 
-FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "sse"
 
 
 def _reading(body: bytes) -> tuple[object, ...]:
@@ -82,10 +81,9 @@ def _reading(body: bytes) -> tuple[object, ...]:
     return message.text, calls, finish.kind if finish else None, finish.code if finish else None
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared fixtures are not present")
 def test_the_library_reads_every_recorded_stream_the_same_after_its_repair() -> None:
     checked = 0
-    for path in sorted(p for folder in ("real", "peers") for p in (FIXTURES / folder).glob("*.sse")):
+    for path in sorted(p for folder in (REAL_STREAMS, PEER_STREAMS) for p in folder.glob("*.sse")):
         body = path.read_bytes()
         repaired, repair = _run(body, [])
         if repair.failure is not None:

@@ -1,4 +1,4 @@
-"""The sweep over every shared stream (issue 20): each of the 244 recorded streams of ``../shared/fixtures``
+"""The sweep over every shared stream (issue 20): each of the 244 recorded streams of the corpus
 (``sse/real`` and ``sse/peers`` chat completions, ``messages``, ``responses``, ``peers-formats``), served by one
 loopback gateway one event per chunk, read by the unmodified SDK (openai chat and Responses, anthropic Messages)
 through ``SanitizingTransport``, agrees with the library's own reading of the same bytes (``sweep_oracle``): text,
@@ -41,7 +41,7 @@ from sweep_oracle import disagreement
 from pipeline.sanitize import Proxy
 
 pytestmark = [
-    pytest.mark.skipif(not STREAMS and not os.environ.get("CI"), reason="../shared/fixtures is not beside the repo"),
+    pytest.mark.skipif(not STREAMS and not os.environ.get("CI"), reason="no corpus (corpus.py)"),
     pytest.mark.filterwarnings("ignore::UserWarning"),  # pydantic's serializer on the SDKs' lenient models
 ]
 

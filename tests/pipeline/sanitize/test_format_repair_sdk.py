@@ -15,6 +15,7 @@ anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
 
 from bytes_server import BytesServer  # noqa: E402
+from corpus import MESSAGES_STREAMS, PEER_FORMAT_STREAMS, RESPONSES_STREAMS  # noqa: E402
 from repair_helpers import body_of, repaired  # noqa: E402
 
 from pipeline.emulator._messages_profiles import MESSAGES_PROFILES  # noqa: E402
@@ -22,8 +23,6 @@ from pipeline.emulator._responses_profiles import RESPONSES_PROFILES  # noqa: E4
 from pipeline.sanitize._event_repair import EventRepair  # noqa: E402
 from pipeline.sanitize._messages_repair import MessagesRepair, messages_error_body  # noqa: E402
 from pipeline.sanitize._responses_repair import ResponsesRepair, responses_error_body  # noqa: E402
-
-FIXTURES = Path(__file__).resolve().parents[3] / ".." / "shared" / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +162,8 @@ def test_openai_sdk_raises_api_error_on_a_cut_stream_once_repaired(gpt: Any, ser
 
 
 def _streams(kind: str) -> list[Path]:
-    return sorted([*FIXTURES.glob(f"{kind}/*.sse"), *FIXTURES.glob(f"peers-formats/{kind}/*.sse")])
+    folder = MESSAGES_STREAMS if kind == "messages" else RESPONSES_STREAMS
+    return sorted([*folder.glob("*.sse"), *(PEER_FORMAT_STREAMS / kind).glob("*.sse")])
 
 
 def _read(read: Callable[[bytes], Any], body: bytes) -> Any:
@@ -173,7 +173,6 @@ def _read(read: Callable[[bytes], Any], body: bytes) -> Any:
         return None
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside the worktree")
 @pytest.mark.parametrize(("kind", "make"), [("messages", MessagesRepair), ("responses", ResponsesRepair)])
 def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_byte_and_the_transport(
     claude: Any, gpt: Any, server: BytesServer, kind: str, make: Callable[[], EventRepair]
@@ -208,14 +207,13 @@ def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_
     assert identical == read_right
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is not beside the worktree")
 def test_data_only_messages_streams_the_plain_sdk_skips_read_as_their_peers_expect(
     claude: Any, server: BytesServer
 ) -> None:
     """The anthropic SDK reads only named events: on a data-only stream it has no message at all. Named from their
     payload's type, they read as the peer suites that recorded them assert (text and tool calls)."""
     matched = []
-    for path in sorted(FIXTURES.glob("peers-formats/messages/*.sse")):
+    for path in sorted((PEER_FORMAT_STREAMS / "messages").glob("*.sse")):
         raw = path.read_bytes()
         if raw.lstrip().startswith(b"event:"):
             continue
