@@ -1,14 +1,15 @@
 """The registry is the only place that knows a format: a made-up fourth ``WireFormat`` record (a path template that
 carries the model, a stream asked for by the URL, a key header of its own) is registered in this test only, by
 building the lookups over a list of records, and the transport's choice of streamed format, the key it redacts, the
-proxy's header allow-list, client keys, upstream key header and span names, and the log filter follow the record with
-no other change."""
+proxy's header allow-list, client keys, upstream key header and span names, the log filter, and the emulator's route
+and stream check follow the record with no other change."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, cast
 
+import attrs
 import httpx
 import pytest
 
@@ -189,3 +190,25 @@ def test_the_log_filter_keeps_a_short_value_and_other_headers() -> None:
         logger.setLevel(logging.NOTSET)
 
     assert records == ["authorization: failed; x-request-id: 0123456789abcdef"]
+
+
+async def test_the_emulator_serves_a_records_model_path_and_its_url_stream_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("starlette")
+    from pipeline.emulator import _formats as emulated
+    from pipeline.emulator import create_app
+
+    messages = attrs.evolve(WIRE_FORMATS["messages"], path=FAKE.path, streams=FAKE.streams)
+    monkeypatch.setattr(emulated, "WIRE_FORMATS", {**WIRE_FORMATS, "messages": messages})
+    body = {"model": "clean", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        streamed = await client.post(f"/v1{PATH}?alt=sse", json=body)
+        refused = await client.post(f"/v1{PATH}", json={**body, "stream": True})
+        gone = await client.post("/v1/messages", json={**body, "stream": True})
+
+    assert (streamed.status_code, streamed.headers["content-type"].split(";")[0]) == (200, "text/event-stream")
+    assert b"event: message_stop" in streamed.content
+    assert (refused.status_code, refused.json()["error"]["type"]) == (400, "invalid_request_error")
+    assert gone.status_code == 404
