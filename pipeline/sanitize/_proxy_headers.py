@@ -117,7 +117,7 @@ def forwarded_headers(
     pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
     named = {token.strip().lower() for name, value in pairs if name == "connection" for token in value.split(",")}
     forward_client_key = not keys.client and keys.upstream is None
-    secret, allowed = keys.formats.secret_headers, _ALWAYS | keys.formats.forward_headers
+    secret, allowed = KEY_HEADERS | keys.formats.secret_headers, ALLOWED | keys.formats.forward_headers
     out: list[tuple[str, str]] = []
     for name, value in pairs:
         if name in NEVER or name in named or name.startswith(("x-forwarded-", "proxy-")):
