@@ -64,6 +64,9 @@ class WireFormat:
     header besides; the proxy sends its upstream key in it."""
     forward_headers: tuple[str, ...] = ()
     """The format's own request headers (version, beta, organisation) the proxy forwards."""
+    operation: str = "chat"
+    """The OpenTelemetry GenAI ``gen_ai.operation.name`` of a request (the proxy's spans): ``chat``, or
+    ``generate_content`` for an API that names it so."""
     secret_headers: tuple[str, ...] = ()
     """Other headers that carry a credential: never forwarded by the proxy (but as the client's own key), never
     logged, their value redacted as a key."""

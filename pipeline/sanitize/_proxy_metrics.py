@@ -63,15 +63,14 @@ class Metrics:
 
 
 _OPERATIONS = {"completions": "text_completion", "embeddings": "embeddings"}
-"""The GenAI operation of the endpoints that are no wire format's; a format's endpoint is ``chat``."""
+"""The GenAI operation of the endpoints that are no wire format's; a format's is its record's ``operation``."""
 
 
 def operation_of(relative_path: str) -> str | None:
-    """The ``gen_ai.operation.name`` of a request to ``relative_path``: ``chat`` for a registered format's endpoint
-    (``WIRE_REGISTRY.by_endpoint``), else by ``_OPERATIONS``."""
-    if WIRE_REGISTRY.by_endpoint(relative_path) is not None:
-        return "chat"
-    return _OPERATIONS.get(relative_path.strip("/"))
+    """The ``gen_ai.operation.name`` of a request to ``relative_path``: its record's ``operation`` for a registered
+    format's endpoint (``WIRE_REGISTRY.by_endpoint``), else by ``_OPERATIONS``."""
+    record = WIRE_REGISTRY.by_endpoint(relative_path)
+    return record.operation if record is not None else _OPERATIONS.get(relative_path.strip("/"))
 
 
 class _Model(msgspec.Struct):

@@ -28,6 +28,7 @@ FAKE = WireFormat(
     streams=url_says_stream(":streamIt", {"alt": "sse"}),
     key_header="x-fake-key",
     forward_headers=("fake-version",),
+    operation="generate_content",
     secret_headers=("x-fake-session",),
 )
 REGISTRY = WireRegistry([*WIRE_FORMATS.values(), FAKE])
@@ -151,8 +152,8 @@ def test_the_proxy_admits_a_client_key_in_the_records_key_header() -> None:
     assert not Keys(client=("c-0123456789",)).admits(presented)
 
 
-def test_the_proxys_span_names_the_records_endpoint_a_chat_operation(registered: None) -> None:
-    assert _proxy_metrics.operation_of("v9/models/gem-1:streamIt") == "chat"
+def test_the_proxys_span_names_the_records_endpoint_by_its_operation(registered: None) -> None:
+    assert _proxy_metrics.operation_of("v9/models/gem-1:streamIt") == "generate_content"
     assert _proxy_metrics.operation_of("chat/completions") == "chat"
     assert _proxy_metrics.operation_of("embeddings") == "embeddings"
     assert _proxy_metrics.operation_of("x/v9/models/gem-1:streamIt") is None
