@@ -16,7 +16,8 @@ What is logged (docs/decisions/0020-environment-and-logging.md)::
   that every ``llm_stream`` logger made by ``get_logger`` (and ``llm_stream.operators``) carries, which redacts the
   message, its arguments and a traceback's text of every record before any handler sees it: the key in any letter
   case, its code form, and any cut of either 8 characters or longer, wherever the cut begins
-  (docs/decisions/0040-redaction-coverage.md).
+  (docs/decisions/0040-redaction-coverage.md); and the value of any key header a wire-format record names where a
+  message quotes the header (``register_key_headers``, called by ``pipeline.formats.WireRegistry``).
 - ``LLM_STREAM_LOG=debug|info|warning``, read once when ``pipeline`` is imported (``configure_from_env``), adds one
   stderr handler to ``llm_stream`` at that level, as the openai SDK does for ``OPENAI_LOG``. Unset (or any other
   value), the library adds only a ``NullHandler``: logging stays the application's choice.
@@ -37,7 +38,16 @@ from operators import Anomaly, Chunk, Failure, Finish, Retry
 
 from ._chunk_stage import ChunkStage, chunk_operator
 
-__all__ = ["ENV_VAR", "ROOT", "configure_from_env", "get_logger", "log_chunks", "redact_secrets", "register_secret"]
+__all__ = [
+    "ENV_VAR",
+    "ROOT",
+    "configure_from_env",
+    "get_logger",
+    "log_chunks",
+    "redact_secrets",
+    "register_key_headers",
+    "register_secret",
+]
 
 ROOT = "llm_stream"
 ENV_VAR = "LLM_STREAM_LOG"
@@ -48,6 +58,7 @@ MIN_SECRET_CHARS = 8  # as the chunk redaction (docs/decisions/0015-redaction.md
 
 _lock = threading.Lock()
 _patterns: dict[str, re.Pattern[str]] = {}
+_header_values: dict[str, re.Pattern[str]] = {}
 
 
 def _pattern(secret: str) -> re.Pattern[str]:
@@ -118,6 +129,28 @@ def _register(secret: str) -> re.Pattern[str]:
     return pattern
 
 
+def register_key_headers(names: tuple[str, ...] | frozenset[str]) -> None:
+    """Every later record of an ``llm_stream`` logger loses the value of each header in ``names`` wherever the
+    message quotes it (``x-api-key: K``, ``'x-api-key': 'K'``, ``Authorization: Bearer K``), keys never registered
+    with ``register_secret`` too: the key headers of every wire-format record (``pipeline.formats.WireRegistry``)."""
+    with _lock:
+        for name in names:
+            if name.lower() not in _header_values:
+                _header_values[name.lower()] = re.compile(
+                    rf"(?<![\w-])({re.escape(name)}['\"]?\s*[:=,]\s*b?['\"]?(?:bearer\s+)?)"
+                    rf"([^\s'\",;)}}\]]{{{MIN_SECRET_CHARS},}})",
+                    re.IGNORECASE,
+                )
+
+
+def _redact_header_values(text: str) -> str:
+    with _lock:
+        patterns = tuple(_header_values.values())
+    for pattern in patterns:
+        text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
+    return text
+
+
 def register_secret(secret: str | None) -> None:
     """Every later record of an ``llm_stream`` logger loses ``secret`` (ignored when None or too short)."""
     if secret and len(secret) >= MIN_SECRET_CHARS:
@@ -129,15 +162,15 @@ class _RedactingFilter(logging.Filter):
     """Rewrites a record before any handler sees it: the message (arguments merged) and a traceback's text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _patterns:
+        if not _patterns and not _header_values:
             return True
         message = record.getMessage()
-        redacted = redact_secrets(message)
+        redacted = _redact_header_values(redact_secrets(message))
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[0] is not None:
             text = logging.Formatter().formatException(record.exc_info)
-            clean = redact_secrets(text)
+            clean = _redact_header_values(redact_secrets(text))
             if clean != text:  # the traceback names the key: keep only its redacted text
                 record.exc_info, record.exc_text = None, clean
         return True

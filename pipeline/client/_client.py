@@ -142,7 +142,8 @@ class ChatClient:
             headers["Accept-Encoding"] = "gzip, deflate"
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-            headers.update((name, self.config.api_key) for name in wire.key_headers)
+            if wire.key_header != "authorization":  # the record's own key header, besides Authorization
+                headers[wire.key_header] = self.config.api_key
         return headers
 
     def response(self, body: Mapping[str, Any], *, pace: Pace | None = None) -> Observable[bytes]:

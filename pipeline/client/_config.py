@@ -92,8 +92,9 @@ class ClientConfig:
 
     @property
     def url(self) -> str:
-        """The URL requests are posted to: the base URL and the API's path."""
-        return f"{self.base_url}{WIRE_FORMATS[self.api].path}"
+        """The URL requests are posted to: the base URL and the API's path (its record's template, the model filled
+        in where it carries one)."""
+        return f"{self.base_url}{WIRE_FORMATS[self.api].url_path(self.model)}"
 
     def __attrs_post_init__(self) -> None:
         parts = urlsplit(self.base_url)

@@ -16,7 +16,8 @@ while the request has no assistant turn (Messages: no ``assistant`` message; Res
 ``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. ``thinking-tool``
 (Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then, once
 ``_sent_back.py`` has checked that the request sends the thinking / reasoning back as it was sent (a 400 if not), the
-``clean`` text. These formats are stream only: a request without ``"stream": true`` is a 400. Errors are answered in
+``clean`` text. These formats are stream only: a request that does not ask for a stream as the format's record says
+(``WireFormat.streams``: ``"stream": true``) is a 400. Errors are answered in
 each API's own error shape.
 """
 
@@ -79,9 +80,14 @@ class ApiFormat:
 
     @property
     def paths(self) -> tuple[str, str]:
-        """The paths it is served at: ``/v1/messages`` and ``/messages``."""
+        """The paths it is served at: ``/v1/messages`` and ``/messages`` (the record's path template: a ``{model}``
+        in it is a Starlette path parameter)."""
         path = WIRE_FORMATS[self.name].path
         return f"/v1{path}", path
+
+    def asks_stream(self, path: str, query: str, body: Mapping[str, Any]) -> bool:
+        """A ``POST`` to ``path`` with ``query`` and ``body`` asks for a stream, as the format's record says."""
+        return WIRE_FORMATS[self.name].asks_stream("POST", path, query, body)
 
     @property
     def model_prefix(self) -> str:
@@ -134,9 +140,15 @@ def _check(api: ApiFormat, name: str, what: str) -> None:
 
 
 def choose_format_profile(
-    api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], config: EmulatorConfig, state: EmulatorState
+    api: ApiFormat,
+    knobs: Knobs,
+    body: Mapping[str, Any],
+    config: EmulatorConfig,
+    state: EmulatorState,
+    where: tuple[str, str] = ("", ""),
 ) -> str:
-    """The profile of ``api`` that answers this request (``RequestError`` 404 if it has none by that name)."""
+    """The profile of ``api`` that answers this request (``RequestError`` 404 if it has none by that name; 400 if the
+    request, posted to ``where`` (its URL path and query), does not ask for a stream by the format's record)."""
     name = knobs.text("x-emulator-profile", "profile")
     model = body.get("model")
     if name is None and isinstance(model, str):
@@ -150,7 +162,7 @@ def choose_format_profile(
             name = config.default_profile
     name = name or "clean"
     _check(api, name, "profile" if name != model else "model")
-    if body.get("stream") is not True:
+    if not api.asks_stream(*where, body):
         raise RequestError(
             400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
         )

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from pipeline.formats import WIRE_FORMATS
+from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY
 
 from ._completion import completion
 from ._errors import ConnectionCutError, RequestError, error_body
@@ -36,7 +36,8 @@ from ._state import EmulatorConfig, EmulatorState, RecordedRequest
 
 __all__ = ["Gateway", "create_app"]
 
-_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"})
+_SECRET_HEADERS = frozenset({"proxy-authorization", "api-key", "cookie"}) | WIRE_REGISTRY.secret_headers
+"""Not recorded: credentials, the key headers of every wire-format record among them."""
 
 
 class _ScriptResponse(Response):
@@ -160,7 +161,8 @@ class Gateway:
             self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))
             return JSONResponse(error.body(), status_code=error.status)
         self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))
-        if body.get("stream") is not True and profile != "replay" and script.is_event_stream and script.body:
+        streams = WIRE_FORMATS["chat"].asks_stream(request.method, request.url.path, request.url.query, body)
+        if not streams and profile != "replay" and script.is_event_stream and script.body:
             options = script_options(knobs, body, include_usage=True)
             return JSONResponse(completion(build_script(profile, options), options))
         if not script.is_event_stream and all(isinstance(step, Write) for step in script.steps):
@@ -181,7 +183,8 @@ class Gateway:
         try:
             if not isinstance(body, dict):
                 raise RequestError(400, f"The request body must be a JSON object (a request in {api.title}).")
-            profile = choose_format_profile(api, knobs, body, self.config, self.state)
+            where = (request.url.path, request.url.query)
+            profile = choose_format_profile(api, knobs, body, self.config, self.state, where)
             script = format_script(api, knobs, body, profile)
         except RequestError as error:
             self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))

@@ -1,9 +1,11 @@
 """The pipeline side of the wire-format registry: one ``WireFormat`` record per format, keyed by the names of
 ``operators.FORMATS`` (the operators side: each format's name, detection and parser, ``operators/_parse_format.py``).
 
-Who reads a record: ``ChatClient`` (``api=`` is a record's name: the path it posts to, the headers, the body
-builder), ``ClientConfig`` (which names exist), the emulator (the routes it serves, the title), the CLI (``chat
---api``, ``replay --format``) and the sanitizer (the path a request it repairs ends with). What only a layer above
+Who reads a record: ``ChatClient`` (``api=`` is a record's name: the path it posts to, the headers, the key header,
+the body builder), ``ClientConfig`` (which names exist), the emulator (the routes it serves, the title, whether a
+request asks to stream), the CLI (``chat --api``, ``replay --format``), the sanitizing transport (which requests it
+repairs, where their key is) and the proxy (its header allow-list, the upstream key's header, span names); all but
+the first three through the lookups over every record, ``WireRegistry`` (``_lookup.py``). What only a layer above
 knows of a format is that layer's own record keyed by the same name: the emulator's profiles
 (``pipeline/emulator/_formats.py``), the sanitizer's repairer and error body (``pipeline/sanitize/_formats.py``).
 
@@ -12,14 +14,16 @@ Adding a format: docs/architecture.md, "Adding a wire format".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
 from operators import FORMATS, Format
 
+from ._addressing import StreamTest, body_says_stream, fill_path, path_pattern
 from ._requests import Builder, chat_request, messages_request, responses_request
 
 __all__ = ["ANTHROPIC_VERSION", "APIS", "WIRE_FORMATS", "Api", "WireFormat", "wire_format"]
@@ -44,26 +48,68 @@ class WireFormat:
     title: str
     """How messages name it: ``"the Anthropic Messages format"``."""
     path: str
-    """Where a request is posted under the base URL (``"/messages"``); the emulator serves it under ``/v1`` too."""
+    """The path template: where a request is posted under the base URL (``"/messages"``), ``{model}`` standing for
+    the model where the format's path carries it (``"/models/{model}:streamGenerateContent"``). A URL path that ends
+    with it is the format's (``matches``); the emulator serves it under ``/v1`` too."""
     build: Builder
     """The streaming request body from the chat-shaped conversation (``build(messages, model=..., options=...)``)."""
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen)
     """Headers every request carries unless the caller's headers name them."""
-    key_headers: tuple[str, ...] = ()
-    """Headers that carry the API key as it is, besides ``Authorization: Bearer <key>``."""
+    streams: StreamTest = body_says_stream
+    """Whether a request asks for a stream: ``streams(method, path, query, body)``; by default a ``POST`` whose JSON
+    body says ``"stream": true``."""
+    key_header: str = "authorization"
+    """The header the format's server reads the key from: ``authorization`` (as ``Bearer <key>``) or a header that
+    carries the key as it is (``x-api-key``). The client sends ``Authorization: Bearer <key>`` in any case, and this
+    header besides; the proxy sends its upstream key in it."""
+    forward_headers: tuple[str, ...] = ()
+    """The format's own request headers (version, beta, organisation) the proxy forwards."""
+    operation: str = "chat"
+    """The OpenTelemetry GenAI ``gen_ai.operation.name`` of a request (the proxy's spans): ``chat``, or
+    ``generate_content`` for an API that names it so."""
+    secret_headers: tuple[str, ...] = ()
+    """Other headers that carry a credential: never forwarded by the proxy (but as the client's own key), never
+    logged, their value redacted as a key."""
+    _pattern: re.Pattern[str] = attrs.field(init=False, repr=False, eq=False)
 
+    @_pattern.default
+    def _compile(self) -> re.Pattern[str]:
+        return path_pattern(self.path)
+
+    @property
+    def key_headers(self) -> tuple[str, ...]:
+        """Headers that carry the API key as it is, besides ``Authorization: Bearer <key>``."""
+        return () if self.key_header == "authorization" else (self.key_header,)
+
+    def url_path(self, model: str | None = None) -> str:
+        """The path a request for ``model`` is posted to (the template, ``{model}`` filled in)."""
+        return fill_path(self.path, model)
+
+    def matches(self, path: str) -> bool:
+        """A URL path (trailing ``/`` ignored) is one of this format's: it ends with the path template."""
+        return self._pattern.search(path.rstrip("/")) is not None
+
+    def asks_stream(self, method: str, path: str, query: str, body: bytes | Mapping[str, Any]) -> bool:
+        """A request to this format's path asks for a stream (``streams``)."""
+        return self.streams(method, path, query, body)
+
+
+_OPENAI = ("openai-organization", "openai-project", "openai-beta")
 
 _RECORDS = (
-    WireFormat("chat", "the OpenAI chat completions format", "/chat/completions", chat_request),
+    WireFormat(
+        "chat", "the OpenAI chat completions format", "/chat/completions", chat_request, forward_headers=_OPENAI
+    ),
     WireFormat(
         "messages",
         "the Anthropic Messages format",
         "/messages",
         messages_request,
         headers={"anthropic-version": ANTHROPIC_VERSION},
-        key_headers=("x-api-key",),  # Anthropic reads x-api-key; gateways differ, so both are sent
+        key_header="x-api-key",  # Anthropic reads x-api-key; gateways differ, so the client sends both
+        forward_headers=("anthropic-version", "anthropic-beta"),
     ),
-    WireFormat("responses", "the OpenAI Responses format", "/responses", responses_request),
+    WireFormat("responses", "the OpenAI Responses format", "/responses", responses_request, forward_headers=_OPENAI),
 )
 
 WIRE_FORMATS: Final[Mapping[str, WireFormat]] = MappingProxyType({record.name: record for record in _RECORDS})

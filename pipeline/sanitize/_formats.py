@@ -1,9 +1,10 @@
-"""Which repairer a request's stream gets: by the request's path (``/chat/completions``, ``/messages``,
-``/responses``), for a ``POST`` whose JSON body says ``"stream": true``. Each format names its ``StreamRepair``
-class and the HTTP error body in its API's own shape (``_repair.py``).
+"""Which repairer a request's stream gets: the format whose record (``pipeline.formats.WIRE_REGISTRY``) the request's
+path matches and says it asks for a stream (chat completions, Messages, Responses: a ``POST`` whose JSON body says
+``"stream": true``). Each format names its ``StreamRepair`` class and the HTTP error body in its API's own shape
+(``_repair.py``); where the request's key is (``api_key``) is the registry's too.
 
-The formats and their paths are the wire-format registry's (``pipeline.formats.WIRE_FORMATS``): a format added there
-without a repairer here fails at import. The repairers stay on this side: ``pipeline.formats`` sits below
+The formats, their paths and how they ask to stream are the wire-format registry's: a format added there without a
+repairer here fails at import. The repairers stay on this side: ``pipeline.formats`` sits below
 ``pipeline.sanitize`` (docs/architecture.md), so its records cannot name them without an import cycle."""
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-import msgspec
 
 from operators import Limits
-from pipeline.formats import WIRE_FORMATS
+from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY
 
 from ._chat_repair import ChatRepair
 from ._messages_repair import MessagesRepair, messages_error_body
 from ._repair import ErrorBody, StreamRepair, openai_error_body
 from ._responses_repair import ResponsesRepair, responses_error_body
 
-__all__ = ["STREAM_FORMATS", "StreamFormat", "streamed_format"]
+__all__ = ["STREAM_FORMATS", "StreamFormat", "api_key", "streamed_format"]
 
 
 def _chat(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
@@ -38,7 +38,7 @@ def _responses(*, limits: Limits | None, api_key: str | None, strict: bool) -> S
 
 @attrs.frozen
 class StreamFormat:
-    """One wire format the transport and the proxy repair: the path its requests end with, its repairer (built with
+    """One wire format the transport and the proxy repair: its path template, its repairer (built with
     the request's limits and key; ``strict`` is the library's outcome policy where the format has one) and its
     error body."""
 
@@ -67,20 +67,16 @@ STREAM_FORMATS: tuple[StreamFormat, ...] = tuple(
 )
 
 
-class _Streamed(msgspec.Struct):
-    stream: Any = None
+def streamed_format(method: str, path: str, content: bytes, query: str = "") -> StreamFormat | None:
+    """The format of a request that asks for a stream (``WIRE_REGISTRY.streamed``: a path the format's template
+    matches, and the format's own test: ``"stream": true`` in the body for the three formats), else ``None``."""
+    record = WIRE_REGISTRY.streamed(method, path, query, content)
+    if record is None:
+        return None
+    return next((found for found in STREAM_FORMATS if found.name == record.name), None)
 
 
-def streamed_format(method: str, path: str, content: bytes) -> StreamFormat | None:
-    """The format of a streamed request (``POST`` to a known path with ``"stream": true``), else ``None``."""
-    if method != "POST":
-        return None
-    path = path.rstrip("/")
-    found = next((f for f in STREAM_FORMATS if path.endswith(f.path)), None)
-    if found is None:
-        return None
-    try:
-        body = msgspec.json.decode(content, type=_Streamed)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return found if body.stream is True else None
+def api_key(headers: Any) -> str | None:
+    """The key a request carries (``headers``: its ``httpx`` headers), in any key header a record names
+    (``WIRE_REGISTRY.api_key``)."""
+    return WIRE_REGISTRY.api_key(headers.get)

@@ -120,8 +120,7 @@ class Forwarder:
             report.cut = "client"
             return
         relative = path[len(self.base.path.rstrip("/")) + 1:]
-        out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers,
-                                        messages_api=relative.split("/", 1)[0] == "messages")
+        out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers, relative=relative)
         span = self.tracing.start(scope["method"], relative, body, out_headers)
         as_sent = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers]  # httpx's str is ASCII only
         request = httpx.Request(scope["method"], url, headers=as_sent,

@@ -1,17 +1,19 @@
 """What of a client's request reaches the upstream: its path (normalised, never outside the upstream's base path),
 its query (as sent, none added), the headers on an allow-list, and the key (the client's, or the proxy's own).
 
-Forwarded (docs/proxy.md): ``content-type``, ``accept``, ``accept-encoding``, ``user-agent``, the APIs' own version,
-beta and idempotency headers (``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``,
-``anthropic-beta``, ``idempotency-key``), the W3C trace context (``traceparent``, ``tracestate``), the names the
-operator adds (``--forward-headers``), and the key as configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
+Forwarded (docs/proxy.md): ``content-type``, ``accept``, ``accept-encoding``, ``user-agent``, ``idempotency-key``, the
+APIs' own version, beta and organisation headers that the wire-format records name (``forward_headers``:
+``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``, ``anthropic-beta``), the W3C
+trace context (``traceparent``, ``tracestate``), the names the operator adds (``--forward-headers``), and the key as
+configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
 ``via``, ``proxy-*``, hop-by-hop headers (and any header ``Connection`` names), ``expect``, ``host``,
 ``content-length``.
 
-Keys: with ``client_keys`` a request must carry one of them (``Authorization: Bearer K`` or ``x-api-key: K``), and its
-key is never forwarded; with ``upstream_key`` that key goes upstream as ``x-api-key`` for the Messages API (a path
-ending in ``/messages``) and ``Authorization: Bearer`` for every other; with neither, the client's ``authorization``
-and ``x-api-key`` go upstream as they came.
+Keys: the key headers are those the wire-format records name (``pipeline.formats.WIRE_REGISTRY``: ``authorization``,
+``x-api-key``) and their ``secret_headers``. With ``client_keys`` a request must carry one of them
+(``Authorization: Bearer K`` or ``x-api-key: K``), and its key is never forwarded; with ``upstream_key`` that key
+goes upstream in the header of the format whose path begins as the request's (``x-api-key`` for ``messages/...``)
+and as ``Authorization: Bearer`` for every other; with neither, the client's key headers go upstream as they came.
 """
 
 from __future__ import annotations
@@ -23,24 +25,22 @@ from urllib.parse import unquote
 import attrs
 
 from operators import LlmStreamError
+from pipeline.formats import WIRE_REGISTRY, WireRegistry
 
 __all__ = ["ALLOWED", "KEY_HEADERS", "Keys", "OutsideBase", "bearer", "forwarded_headers", "upstream_path"]
 
-ALLOWED = frozenset({
+_ALWAYS = frozenset({
     "content-type",
     "accept",
     "accept-encoding",
     "user-agent",
-    "openai-organization",
-    "openai-project",
-    "openai-beta",
-    "anthropic-version",
-    "anthropic-beta",
     "idempotency-key",
     "traceparent",
     "tracestate",
 })
-KEY_HEADERS = frozenset({"authorization", "x-api-key"})
+ALLOWED = _ALWAYS | WIRE_REGISTRY.forward_headers
+"""Forwarded: the headers any request may carry and the registered formats' own."""
+KEY_HEADERS = WIRE_REGISTRY.secret_headers
 NEVER = frozenset({
     "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "expect", "host", "content-length", "cookie", "forwarded", "via",
@@ -82,16 +82,20 @@ class Keys:
 
     client: tuple[str, ...] = ()
     upstream: str | None = None
+    formats: WireRegistry = WIRE_REGISTRY
+    """Where a key comes in and goes out: the wire-format records' key headers."""
 
     def admits(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """A request carries one of the client keys (always, when there are none)."""
         if not self.client:
             return True
         presented: list[str] = []
-        for name, value in headers:
-            if name == b"authorization":
+        key_headers = self.formats.key_headers
+        for raw_name, value in headers:
+            name = raw_name.decode("latin-1")
+            if name == "authorization":
                 presented.append(bearer(value.decode("latin-1")) or "")
-            elif name == b"x-api-key":
+            elif name in key_headers:
                 presented.append(value.decode("latin-1").strip())
         # compare_digest against every key, so the time taken does not tell which key or prefix matched
         matched = False
@@ -106,21 +110,23 @@ def _matches(name: str, extra: tuple[str, ...]) -> bool:
 
 
 def forwarded_headers(
-    headers: Iterable[tuple[bytes, bytes]], *, keys: Keys, extra: tuple[str, ...], messages_api: bool
+    headers: Iterable[tuple[bytes, bytes]], *, keys: Keys, extra: tuple[str, ...], relative: str
 ) -> list[tuple[str, str]]:
-    """The headers sent upstream, from the client's (lower-cased names, as the ASGI server gives them)."""
+    """The headers sent upstream, from the client's (lower-cased names, as the ASGI server gives them), for a request
+    to ``relative`` (its path under the upstream's base path: which header the upstream key goes in)."""
     pairs = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
     named = {token.strip().lower() for name, value in pairs if name == "connection" for token in value.split(",")}
     forward_client_key = not keys.client and keys.upstream is None
+    secret, allowed = KEY_HEADERS | keys.formats.secret_headers, ALLOWED | keys.formats.forward_headers
     out: list[tuple[str, str]] = []
     for name, value in pairs:
         if name in NEVER or name in named or name.startswith(("x-forwarded-", "proxy-")):
             continue
-        if name in KEY_HEADERS:
+        if name in secret:
             if forward_client_key:
                 out.append((name, value))
-        elif name in ALLOWED or _matches(name, extra):
+        elif name in allowed or _matches(name, extra):
             out.append((name, value))
     if keys.upstream is not None:
-        out.append(("x-api-key", keys.upstream) if messages_api else ("authorization", f"Bearer {keys.upstream}"))
+        out.append(keys.formats.upstream_key(relative, keys.upstream))
     return out

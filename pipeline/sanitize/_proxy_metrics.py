@@ -8,6 +8,8 @@ from typing import Any
 import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from pipeline.formats import WIRE_REGISTRY
+
 from ._proxy_log import Report
 
 try:  # optional: spans only when the application has OpenTelemetry
@@ -17,7 +19,7 @@ except ImportError:  # pragma: no cover - exercised where opentelemetry-api is n
     _trace = None  # type: ignore[assignment]
     _inject = None  # type: ignore[assignment]
 
-__all__ = ["Metrics", "Tracing", "model_of"]
+__all__ = ["Metrics", "Tracing", "model_of", "operation_of"]
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
@@ -60,8 +62,15 @@ class Metrics:
             self.duration.observe(report.upstream_s)
 
 
-_OPERATIONS = {"chat/completions": "chat", "messages": "chat", "responses": "chat", "completions": "text_completion",
-               "embeddings": "embeddings"}
+_OPERATIONS = {"completions": "text_completion", "embeddings": "embeddings"}
+"""The GenAI operation of the endpoints that are no wire format's; a format's is its record's ``operation``."""
+
+
+def operation_of(relative_path: str) -> str | None:
+    """The ``gen_ai.operation.name`` of a request to ``relative_path``: its record's ``operation`` for a registered
+    format's endpoint (``WIRE_REGISTRY.by_endpoint``), else by ``_OPERATIONS``."""
+    record = WIRE_REGISTRY.by_endpoint(relative_path)
+    return record.operation if record is not None else _OPERATIONS.get(relative_path.strip("/"))
 
 
 class _Model(msgspec.Struct):
@@ -92,7 +101,7 @@ class Tracing:
         ``headers`` (``traceparent``) so the upstream's spans join the trace."""
         if self._tracer is None:
             return None
-        operation = _OPERATIONS.get(relative_path.strip("/"))
+        operation = operation_of(relative_path)
         attributes: dict[str, Any] = {"http.request.method": method, **self._server}
         if operation is not None:
             model = model_of(body)

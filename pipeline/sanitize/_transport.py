@@ -4,9 +4,10 @@
     client = openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=pipeline.SanitizingTransport()))
     llm = ChatOpenAI(http_client=httpx.Client(transport=pipeline.SanitizingTransport()))
 
-A ``POST`` whose JSON body says ``"stream": true`` to ``.../chat/completions`` (and the other formats of
-``_formats.py``) is sent with the wrapped transport and its body repaired by the format's ``StreamRepair``: each event
-forwarded as the upstream sent it unless a rule must change it. Every other request passes through untouched.
+A request that asks for a stream by its wire-format record's rule (``.../chat/completions``, ``/messages``,
+``/responses``: a ``POST`` whose JSON body says ``"stream": true``; ``_formats.py``) is sent with the wrapped
+transport and its body repaired by the format's ``StreamRepair``: each event forwarded as the upstream sent it unless a
+rule must change it. Every other request passes through untouched.
 
 One retry layer, the client's (docs/decisions/0033-one-retry-layer.md): by default nothing is retried here. An HTTP
 error passes as the upstream sent it; a stream-level failure found before any byte was forwarded (a never-identified
@@ -30,7 +31,7 @@ from operators import DEFAULT_LIMITS, DEFAULT_RETRYABLE_CODES, Code, Failure, Li
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
 from ._bodies import AsyncBody, Bytes, Deadline, SyncBody, relay_headers
 from ._flavours import TIMEOUTS, TRANSPORT_ERRORS, Transports, flavour
-from ._formats import StreamFormat, streamed_format
+from ._formats import StreamFormat, api_key, streamed_format
 from ._head_deadline import bound_head, head_deadline
 from ._repair import error_response
 from ._sanitizer import Attempts
@@ -44,14 +45,8 @@ finish, failure and repairs)."""
 
 
 def _bearer(request: Any) -> str | None:
-    for name in ("authorization", "x-api-key"):
-        value: str = request.headers.get(name, "")
-        scheme, _, token = value.partition(" ")
-        if name == "x-api-key" and value.strip():
-            return value.strip()
-        if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
-    return None
+    """The request's key, from whichever key header a wire-format record names (``Authorization: Bearer`` first)."""
+    return api_key(request.headers)
 
 
 def _budget_s(request: Any) -> float | None:
@@ -133,7 +128,9 @@ class SanitizingTransport(Transports):
         return self._inner[key]
 
     def _prepare(self, request: Any) -> tuple[StreamFormat | None, _Attempt]:
-        found = streamed_format(request.method, request.url.path, request.content)
+        query = request.url.query
+        found = streamed_format(request.method, request.url.path, request.content,
+                                query.decode("latin-1") if isinstance(query, bytes) else str(query))
         return found, _Attempt(self.retry, request, self._random)
 
     def _repair(self, found: StreamFormat, request: Any) -> Any:
