@@ -28,8 +28,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .._logging import get_logger
 from .._serve import BackgroundServer, bind, serve, url_of, uvicorn_config
-from ._proxy_app import ACCESS_LOG, ProxyApp, create_proxy_app
-from ._proxy_config import ProxyConfig
+from ._app import ACCESS_LOG, ProxyApp, create_proxy_app
+from ._config import ProxyConfig
 
 __all__ = ["Proxy", "run_proxy"]
 

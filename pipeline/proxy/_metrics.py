@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from ._proxy_log import Report
+from ._log import Report
 
 try:  # optional: spans only when the application has OpenTelemetry
     from opentelemetry import trace as _trace

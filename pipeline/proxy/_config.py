@@ -17,7 +17,7 @@ import attrs
 
 from operators import Limits, RetryPolicy
 
-from ._transport import Mode
+from ..sanitize import Mode
 
 __all__ = ["LogFormat", "ProxyConfig"]
 

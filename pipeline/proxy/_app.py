@@ -24,12 +24,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from operators import Code
 
 from .._logging import get_logger, register_secret
-from ._proxy_config import ProxyConfig
-from ._proxy_forward import Forwarder, Receive, Refused, Scope, Send, error_response
-from ._proxy_headers import Keys
-from ._proxy_log import Report, access_line
-from ._proxy_metrics import Metrics, Tracing
-from ._transport import SanitizingTransport
+from ..sanitize import SanitizingTransport
+from ._config import ProxyConfig
+from ._forward import Forwarder, Receive, Refused, Scope, Send, error_response
+from ._headers import Keys
+from ._log import Report, access_line
+from ._metrics import Metrics, Tracing
 
 __all__ = ["ACCESS_LOG", "ProxyApp", "create_proxy_app"]
 
