@@ -18,7 +18,7 @@ import httpx
 import pytest
 from proxy_gateway import Gateway
 
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 
 @pytest.fixture(scope="module")
