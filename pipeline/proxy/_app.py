@@ -1,10 +1,10 @@
 """The proxy as an ASGI app (``create_proxy_app``): its routes, its keys and its records.
 
-- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_proxy_forward.py``);
+- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_forward.py``);
 - ``GET /health`` and ``/healthz``: liveness, ``{"status": "ok"}``, never touching the upstream;
 - ``GET /ready``: 200 while the proxy accepts work, 503 when it is draining (SIGTERM) or at its cap of requests in
   flight;
-- ``GET /metrics``: the Prometheus text format (``_proxy_metrics.py``);
+- ``GET /metrics``: the Prometheus text format (``_metrics.py``);
 - anything else: 404 with an OpenAI-shaped error.
 
 Every request ends with one access-log line (``llm_stream.proxy.access``); the metrics count the forwarded ones
