@@ -52,6 +52,7 @@ def protocol(header_timeout: float, linger_timeout: float, linger_bytes: int) ->
         _header_timer: asyncio.TimerHandle | None = None
         _linger_timers: tuple[asyncio.TimerHandle, ...] = ()
         lingering = False
+        _shutting_down = False
         _discarded = 0
         _raw: asyncio.Transport
 
@@ -97,7 +98,8 @@ def protocol(header_timeout: float, linger_timeout: float, linger_bytes: int) ->
         def close_or_linger(self) -> None:
             if self.lingering:
                 return  # its own bounds close it
-            if self._raw.is_closing() or self.conn.their_state is not h11.SEND_BODY or not self._raw.can_write_eof():
+            if (self._raw.is_closing() or self._shutting_down or self.conn.their_state is not h11.SEND_BODY
+                    or not self._raw.can_write_eof()):
                 self._raw.close()
                 return
             self.lingering = True
@@ -125,6 +127,7 @@ def protocol(header_timeout: float, linger_timeout: float, linger_bytes: int) ->
                 self._raw.close()  # the client sent all it had: nothing is left unread
 
         def shutdown(self) -> None:
+            self._shutting_down = True  # the server stops: no lingering holds it up
             if self.lingering:
                 self._raw.close()
                 return

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -149,3 +150,19 @@ def test_a_client_that_never_stops_sending_is_cut_after_linger_bytes(gateway: Ga
         assert elapsed < 30, f"still sending after {elapsed:.1f} s ({sent} bytes)"
         assert sent < 8 * MiB + 64 * MiB  # the bound, plus what the kernel buffers on both ends
         assert httpx.get(f"{proxy.url}/health", timeout=10).status_code == 200
+
+
+def test_stopping_the_proxy_does_not_wait_for_a_lingering_client(gateway: Gateway) -> None:
+    proxy = Proxy(gateway.base_url, max_body_bytes=MiB, linger_timeout=120, grace_period=20, log_format="off")
+    with proxy:
+        cut: list[float] = []
+        sender = threading.Thread(target=lambda: cut.append(_send_until_cut(_port(proxy), seconds=60, pause=0.01)[1]))
+        sender.start()
+        time.sleep(1.0)  # answered 413 at the headers; lingering on what keeps coming
+        assert not cut
+        stopping = time.monotonic()
+    stopped = time.monotonic() - stopping
+    sender.join(timeout=60)
+    assert stopped < 10, f"the stop waited {stopped:.1f} s for a lingering connection"
+    assert cut
+    assert cut[0] < 30
