@@ -34,6 +34,7 @@ class _Transport:
     def __init__(self, transport: asyncio.Transport, owner: Any) -> None:
         self._transport = transport
         self._owner = owner
+        self.write = transport.write  # the hot path, bound once rather than looked up through __getattr__
 
     def close(self) -> None:
         self._owner.close_or_linger()
