@@ -24,7 +24,7 @@ from urllib.parse import unquote
 import h11
 import httpx
 
-from pipeline.sanitize import ProxyConfig, create_proxy_app
+from pipeline.proxy import ProxyConfig, create_proxy_app
 from scripts.fuzz_proxy_cases import (
     CLIENT_KEYS,
     HOP,

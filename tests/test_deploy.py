@@ -12,7 +12,7 @@ import httpx
 import yaml  # type: ignore[import-untyped]
 
 from pipeline.cli._main import build_parser
-from pipeline.sanitize import Proxy, ProxyConfig
+from pipeline.proxy import Proxy, ProxyConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -72,8 +72,8 @@ def classes_and_functions() -> list[tuple[str, str, object]]:
 def test_the_faces_are_the_documented_ones() -> None:
     assert set(FACES) == {
         "operators", "operators.wire", "operators.extend", "pipeline", "pipeline.agent", "pipeline.cli",
-        "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.sanitize",
-        "pipeline.session",
+        "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.proxy",
+        "pipeline.sanitize", "pipeline.session",
     }
 
 

@@ -11,7 +11,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from pipeline.sanitize import _proxy_forward, _proxy_headers
+from pipeline.proxy import _forward as _proxy_forward
+from pipeline.proxy import _headers as _proxy_headers
 from scripts import fuzz, fuzz_proxy, fuzz_proxy_oracle
 from scripts.fuzz_proxy_cases import CLIENT_KEYS, UPSTREAM_KEY, Plan, Run
 

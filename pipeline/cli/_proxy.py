@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from pipeline.sanitize import ProxyConfig
+from pipeline.proxy import ProxyConfig
 
 from ._errors import EXIT_OK, CliError, check_http_url, extra_missing, listen_errors, port_number
 
@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise CliError(str(exc)) from None
     try:
-        from pipeline.sanitize import run_proxy  # uvicorn and prometheus-client come with the "proxy" extra
+        from pipeline.proxy import run_proxy  # uvicorn and prometheus-client come with the "proxy" extra
     except ImportError as exc:
         raise extra_missing("the proxy", exc, "proxy") from exc
     with listen_errors(config.host, config.port):

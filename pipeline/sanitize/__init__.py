@@ -1,9 +1,8 @@
-"""Sanitizing for clients the library does not own: ``SanitizingTransport`` (an httpx transport for the openai SDK,
-LangChain, ... through their ``http_client``) and the OpenAI-compatible proxy (``Proxy``, ``create_proxy_app``,
-``run_proxy``: ``llm-stream proxy``, configured by ``ProxyConfig``; these three need the ``proxy`` extra: uvicorn
-and prometheus-client).
+"""Sanitizing for clients the library does not own: ``SanitizingTransport``, an httpx transport for the openai SDK,
+LangChain, ... through their ``http_client``, and the one the proxy (``pipeline.proxy``, ``llm-stream proxy``) forwards
+through.
 
-Both repair a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
+It repairs a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
 sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
 ``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
 (docs/decisions/0033-one-retry-layer.md); everything else passes through untouched.
@@ -11,14 +10,18 @@ sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md
 Deprecated: ``Sanitizer`` and ``OpenAIEncoder``, the earlier re-encoding of the operators' chunks as OpenAI SSE (no
 longer used by the transport or the proxy), still work but warn (``DeprecationWarning``) when taken from here, and
 are out of ``__all__``: use ``SanitizingTransport``, or a ``StreamRepair`` repairer (``ChatRepair``,
-``MessagesRepair``, ``ResponsesRepair``) to repair a body's bytes in place.
+``MessagesRepair``, ``ResponsesRepair``) to repair a body's bytes in place. ``ProxyConfig``, ``Proxy``,
+``create_proxy_app`` and ``run_proxy`` moved to ``pipeline.proxy``; taken from here they still work for one minor
+version and warn (``DeprecationWarning``) naming the new path.
+
+``OBSERVER_EXTENSION`` is the request extension under which a caller (the proxy) hands the transport a callable
+that receives each attempt's ``StreamRepair``.
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from typing import TYPE_CHECKING
 
 from operators.extend import publish as _publish
 
@@ -26,17 +29,12 @@ from . import _encode, _sanitizer
 from ._chat_repair import ChatRepair
 from ._encode import usage_json
 from ._messages_repair import MessagesRepair
-from ._proxy_config import ProxyConfig
 from ._repair import StreamRepair
 from ._responses_repair import ResponsesRepair
-from ._transport import Mode, SanitizingTransport
+from ._transport import OBSERVER_EXTENSION, Mode, SanitizingTransport
 
-if TYPE_CHECKING:
-    from ._proxy_app import create_proxy_app
-    from ._proxy_server import Proxy, run_proxy
-
-__all__ = ["ChatRepair", "MessagesRepair", "Mode", "Proxy", "ProxyConfig", "ResponsesRepair", "SanitizingTransport",
-           "StreamRepair", "create_proxy_app", "run_proxy", "usage_json"]
+__all__ = ["OBSERVER_EXTENSION", "ChatRepair", "MessagesRepair", "Mode", "ResponsesRepair", "SanitizingTransport",
+           "StreamRepair", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
@@ -46,32 +44,22 @@ _INSTEAD = ("use SanitizingTransport, or a StreamRepair repairer (ChatRepair, Me
             "rewrite.md)")
 _publish({**globals(), **_DEPRECATED}, _DEPRECATED)  # still named by this face while they last
 
-_SERVING = {"Proxy": "._proxy_server", "create_proxy_app": "._proxy_app", "run_proxy": "._proxy_server"}
-_SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
+_MOVED = ("ProxyConfig", "Proxy", "create_proxy_app", "run_proxy")  # to pipeline.proxy; removed in the next minor
 
 
 def __getattr__(name: str) -> object:
-    """The proxy's names import uvicorn and prometheus-client on first use, not before; the deprecated names warn on
-    every use."""
+    """The deprecated names warn on every use. The moved proxy names are read from ``pipeline.proxy`` by name, at the
+    first use of the old path: the one edge from the transport to the proxy, kept only while the old path lasts
+    (``pipeline.proxy`` imports this face; docs/architecture.md)."""
     if name in _DEPRECATED:
         warnings.warn(f"pipeline.sanitize.{name} is deprecated and will be removed: {_INSTEAD}", DeprecationWarning,
                       stacklevel=2)
         return _DEPRECATED[name]
-    if name not in _SERVING:
+    if name not in _MOVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module(_SERVING[name], __name__)
-    except ImportError as exc:
-        if (exc.name or "").partition(".")[0] not in _SERVER_PACKAGES:
-            raise
-        raise ImportError(
-            f"pipeline.sanitize.{name} serves HTTP with uvicorn and prometheus-client, which are not installed "
-            f"({exc}). Install the proxy extra: pip install 'llm-stream-pipeline[proxy]'",
-            name=exc.name,
-        ) from exc
-    value = getattr(module, name)
-    globals()[name] = value
-    _publish(globals(), [name])
+    warnings.warn(f"pipeline.sanitize.{name} is deprecated and will be removed in the next minor version: use "
+                  f"pipeline.proxy.{name}", DeprecationWarning, stacklevel=2)
+    value: object = getattr(importlib.import_module("pipeline.proxy"), name)  # the proxy extra's hint comes from there
     return value
 
 

@@ -25,7 +25,7 @@ from test_faithful_chat import _NEVER, _SEED, KEEP, _429, _text_stream
 
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 STREAM = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 

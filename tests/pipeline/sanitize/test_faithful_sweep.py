@@ -38,7 +38,7 @@ from sweep_corpus import (
 )
 from sweep_oracle import disagreement
 
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 pytestmark = [
     pytest.mark.skipif(not STREAMS and not os.environ.get("CI"), reason="no corpus (corpus.py)"),

@@ -156,7 +156,7 @@ def test_openai_responses_cut_stream_raises_api_error(emu: Emulator, kind: str) 
 
 @pytest.fixture(scope="module")
 def proxy_url(emu: Emulator) -> Iterator[str]:
-    from pipeline.sanitize import Proxy
+    from pipeline.proxy import Proxy
 
     with Proxy(emu.base_url, forward_headers="x-emulator-*") as proxy:  # the profile header is not forwarded by default
         yield proxy.base_url

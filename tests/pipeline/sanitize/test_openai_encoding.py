@@ -218,9 +218,9 @@ def test_the_library_itself_never_takes_the_deprecated_names_from_the_face() -> 
     script = (
         "import warnings\n"
         "warnings.filterwarnings('error', category=DeprecationWarning, module=r'(pipeline|operators)(\\.|$)')\n"
-        "import pipeline, pipeline.cli, pipeline.sanitize\n"
+        "import pipeline, pipeline.cli, pipeline.proxy, pipeline.sanitize\n"
         "pipeline.sanitize.SanitizingTransport()\n"
-        "pipeline.sanitize.ProxyConfig.from_env({'LLM_STREAM_PROXY_UPSTREAM': 'http://127.0.0.1:9/v1'})\n"
+        "pipeline.proxy.ProxyConfig.from_env({'LLM_STREAM_PROXY_UPSTREAM': 'http://127.0.0.1:9/v1'})\n"
         "print('clean')\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)

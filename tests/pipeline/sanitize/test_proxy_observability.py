@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sdk_cases import MESSAGES
 
 from pipeline.emulator import Emulator
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 EXPORTER = InMemorySpanExporter()
 

@@ -20,7 +20,7 @@ from sdk_cases import CASES, MESSAGES, Case, expected_total_tokens, final_comple
 
 from operators import RetryPolicy
 from pipeline.emulator import Emulator
-from pipeline.sanitize import Proxy, create_proxy_app
+from pipeline.proxy import Proxy, create_proxy_app
 
 FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50)
 

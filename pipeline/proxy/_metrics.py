@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from pipeline.formats import WIRE_REGISTRY
 
-from ._proxy_log import Report
+from ._log import Report
 
 try:  # optional: spans only when the application has OpenTelemetry
     from opentelemetry import trace as _trace

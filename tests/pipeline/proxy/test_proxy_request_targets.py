@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from proxy_gateway import Gateway
 
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from proxy_gateway import Gateway
 
-from pipeline.sanitize import Proxy
+from pipeline.proxy import Proxy
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +184,13 @@ def test_a_100_mb_body_gets_413_without_the_proxy_growing_past_300_mib(gateway: 
 
         counted = httpx.post(f"{url}/chat/completions", content=chunks(), timeout=60)
         assert counted.status_code == 413
+        port = httpx.URL(url).port or 0
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:  # all of it first, then the answer
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nConnection: close\r\n"
+                         b"Content-Length: %d\r\n\r\n" % (100 * len(block)))
+            for _ in range(100):
+                sock.sendall(block)  # read and discarded by the lingering close, never held
+            assert sock.makefile("rb").readline().startswith(b"HTTP/1.1 413 ")
         assert len(gateway.seen) == before
         assert httpx.get(f"{url}/health").status_code == 200
         assert _peak_rss_mib(process.pid) < 300

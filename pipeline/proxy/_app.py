@@ -1,10 +1,10 @@
 """The proxy as an ASGI app (``create_proxy_app``): its routes, its keys and its records.
 
-- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_proxy_forward.py``);
+- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_forward.py``);
 - ``GET /health`` and ``/healthz``: liveness, ``{"status": "ok"}``, never touching the upstream;
 - ``GET /ready``: 200 while the proxy accepts work, 503 when it is draining (SIGTERM) or at its cap of requests in
   flight;
-- ``GET /metrics``: the Prometheus text format (``_proxy_metrics.py``);
+- ``GET /metrics``: the Prometheus text format (``_metrics.py``);
 - anything else: 404 with an OpenAI-shaped error.
 
 Every request ends with one access-log line (``llm_stream.proxy.access``); the metrics count the forwarded ones
@@ -24,12 +24,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from operators import Code
 
 from .._logging import get_logger, register_secret
-from ._proxy_config import ProxyConfig
-from ._proxy_forward import Forwarder, Receive, Refused, Scope, Send, error_response
-from ._proxy_headers import Keys
-from ._proxy_log import Report, access_line
-from ._proxy_metrics import Metrics, Tracing
-from ._transport import SanitizingTransport
+from ..sanitize import SanitizingTransport
+from ._config import ProxyConfig
+from ._forward import Forwarder, Receive, Refused, Scope, Send, error_response
+from ._headers import Keys
+from ._log import Report, access_line
+from ._metrics import Metrics, Tracing
 
 __all__ = ["ACCESS_LOG", "ProxyApp", "create_proxy_app"]
 

@@ -17,7 +17,7 @@ import attrs
 
 from operators import Limits, RetryPolicy
 
-from ._transport import Mode
+from ..sanitize import Mode
 
 __all__ = ["LogFormat", "ProxyConfig"]
 
@@ -156,6 +156,11 @@ class ProxyConfig:
                                      "its connection (default 10)")
     client_idle_timeout: float = _seconds(30.0, "seconds a client connection may stay idle between requests or while "
                                           "sending a body (default 30)")
+    linger_timeout: float = _seconds(30.0, "seconds the proxy goes on reading and discarding a body it answered "
+                                     "early (413, 401, ...) so the client reads the answer, not a reset; also ends "
+                                     "after 5 s without a byte (default 30)")
+    linger_bytes: int = _count(256 * MiB, 0, "bytes of such a body the proxy reads and discards before it closes "
+                               "anyway (default 256 MiB)")
     grace_period: float = _seconds(25.0, "seconds streams in flight may take to finish after SIGTERM before they are "
                                    "cut (default 25)")
     log_format: LogFormat = _setting(str, "the access log on stderr, one line per request: text (default), json, or "

@@ -2,9 +2,8 @@
 (the foreground: ``llm-stream proxy``).
 
 What the server adds to the app (docs/proxy.md):
-- a header deadline (``header_timeout``): uvicorn has none, so a client dripping a request's headers one byte a
-  second would hold its connection forever; the deadline counts from the connection (or the end of the previous
-  response) to the headers' end, and closes the connection when it passes;
+- a header deadline (``header_timeout``) and a lingering close after an answer given before the request's body
+  ended (``linger_timeout``, ``linger_bytes``): uvicorn's h11 protocol as ``_protocol.py`` extends it;
 - the client idle deadline (``client_idle_timeout``: uvicorn's keep-alive timeout, and the body reads' own);
 - a graceful SIGTERM: stop accepting, let requests in flight finish for up to ``grace_period`` seconds, exit 0;
 - out of file descriptors, one line every 10 s instead of asyncio's traceback per failed accept;
@@ -24,59 +23,17 @@ import time
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .._logging import get_logger
 from .._serve import BackgroundServer, bind, serve, url_of, uvicorn_config
-from ._proxy_app import ACCESS_LOG, ProxyApp, create_proxy_app
-from ._proxy_config import ProxyConfig
+from ._app import ACCESS_LOG, ProxyApp, create_proxy_app
+from ._config import ProxyConfig
+from ._protocol import protocol
 
 __all__ = ["Proxy", "run_proxy"]
 
 _log = get_logger("proxy")
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-
-
-def _protocol(header_timeout: float) -> type[H11Protocol]:
-    class DeadlineProtocol(H11Protocol):
-        """uvicorn's h11 protocol with a deadline on each request's headers."""
-
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _header_deadline(self) -> None:
-            self._header_timer = None
-            if not self.transport.is_closing():
-                self.transport.close()
-
-        def handle_events(self) -> None:
-            cycle = self.cycle
-            super().handle_events()
-            if self.cycle is not cycle:  # a request's headers arrived
-                self._disarm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return DeadlineProtocol
 
 
 def _quiet_when_out_of_resources() -> Any:
@@ -115,7 +72,7 @@ class _ProxyServer(uvicorn.Server):
     def __init__(self, app: ProxyApp, *, embedded: bool) -> None:
         config = app.config
         super().__init__(uvicorn_config(
-            app, embedded=embedded, http=_protocol(config.header_timeout),
+            app, embedded=embedded, http=protocol(config.header_timeout, config.linger_timeout, config.linger_bytes),
             timeout_keep_alive=config.client_idle_timeout, timeout_graceful_shutdown=config.grace_period,
         ))
         self.app = app

@@ -1,5 +1,5 @@
 """What one request through the proxy came to (``Report``) and its access-log line (``access_line``: one per
-request on stderr, ``--log-format text|json``); the same report feeds the metrics (``_proxy_metrics.py``).
+request on stderr, ``--log-format text|json``); the same report feeds the metrics (``_metrics.py``).
 
 The sanitizing transport hands the report each attempt's ``StreamRepair`` (``Report.observe``, given as the request's
 ``OBSERVER_EXTENSION``); once the response is over, ``settle`` reads its finish, its failure and, where the repairer

@@ -11,7 +11,7 @@ import pytest
 
 from operators import Limits, RetryPolicy
 from pipeline.cli._main import build_parser
-from pipeline.sanitize import ProxyConfig, create_proxy_app
+from pipeline.proxy import ProxyConfig, create_proxy_app
 
 UPSTREAM = "http://127.0.0.1:9/v1"
 
@@ -94,7 +94,7 @@ def test_the_proxy_extra_is_what_the_proxy_imports_and_names_no_emulator() -> No
     extra = pyproject["project"]["optional-dependencies"]["proxy"]
     names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extra}
     assert names == {"uvicorn", "prometheus-client"}
-    code = ("import sys; import pipeline.sanitize as s; s.Proxy, s.run_proxy, s.create_proxy_app; "
+    code = ("import sys; import pipeline.proxy as s; s.Proxy, s.run_proxy, s.create_proxy_app; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'prometheus_client'}))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "['prometheus_client', 'uvicorn']"  # not starlette, which the emulator needs

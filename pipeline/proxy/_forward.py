@@ -24,12 +24,12 @@ import httpx
 from operators import Code, LlmStreamError
 from operators.extend import OWN_ERROR_TYPE
 
-from ._proxy_config import ProxyConfig
-from ._proxy_headers import Keys, OutsideBase, forwarded_headers, upstream_path
-from ._proxy_log import Report
-from ._proxy_metrics import Tracing
-from ._proxy_relay import UpstreamCut, relay
-from ._transport import OBSERVER_EXTENSION
+from ..sanitize import OBSERVER_EXTENSION
+from ._config import ProxyConfig
+from ._headers import Keys, OutsideBase, forwarded_headers, upstream_path
+from ._log import Report
+from ._metrics import Tracing
+from ._relay import UpstreamCut, relay
 
 __all__ = ["Forwarder", "Refused", "error_response"]
 

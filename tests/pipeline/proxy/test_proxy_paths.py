@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from proxy_gateway import Gateway
 
-from pipeline.sanitize import Proxy
-from pipeline.sanitize._proxy_headers import OutsideBase, upstream_path
+from pipeline.proxy import Proxy
+from pipeline.proxy._headers import OutsideBase, upstream_path
 
 SEGMENTS = st.sampled_from(["a", "models", "", ".", "..", "%2e", "%2e%2e", "%2E%2e", ".%2e", "%2e%2e%2fx",
                             "..%5cx", "b%2Fc", "%252e%252e", "x%20y"])
