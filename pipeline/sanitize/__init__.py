@@ -25,11 +25,11 @@ from operators.extend import publish as _publish
 from . import _encode, _sanitizer
 from ._chat_repair import ChatRepair
 from ._encode import usage_json
-from ._messages_repair import MessagesRepair
 from ._proxy_config import ProxyConfig
 from ._repair import StreamRepair
-from ._responses_repair import ResponsesRepair
 from ._transport import Mode, SanitizingTransport
+from .messages import MessagesRepair
+from .responses import ResponsesRepair
 
 if TYPE_CHECKING:
     from ._proxy_app import create_proxy_app
