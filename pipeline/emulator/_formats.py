@@ -32,13 +32,13 @@ import attrs
 from pipeline.formats import WIRE_FORMATS
 
 from ._errors import RequestError, error_body
-from ._messages_profiles import MESSAGES_PROFILES, anthropic_error
 from ._profiles import PROFILES, Profile
-from ._responses_profiles import RESPONSES_PROFILES
 from ._routing import Knobs, script_options
 from ._script import Script
 from ._sent_back import check_reasoning_sent_back, check_thinking_sent_back
 from ._state import EmulatorConfig, EmulatorState
+from .messages import MESSAGES_PROFILES, anthropic_error
+from .responses import RESPONSES_PROFILES
 
 __all__ = [
     "FORMATS",

@@ -3,16 +3,16 @@
 Every event is named after its payload's ``type`` (``event: content_block_delta`` / ``data: {"type":
 "content_block_delta", ...}``). Usage: ``input_tokens`` excludes the cache, ``cache_read_input_tokens`` =
 ``CACHE_READ_TOKENS``, ``cache_creation_input_tokens`` = ``CACHE_WRITE_TOKENS``. The profiles
-(``_messages_profiles.py``) are written with it; ``anthropic_error`` is the API's error shape.
+(``_profiles.py``) are written with it; ``anthropic_error`` is the API's error shape.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._json import dumps
-from ._script import ScriptOptions
-from ._sse import Event, Json, raw_event
+from ..._json import dumps
+from .._script import ScriptOptions
+from .._sse import Event, Json, raw_event
 
 __all__ = ["CACHE_READ_TOKENS", "CACHE_WRITE_TOKENS", "MessageEvents", "anthropic_error"]
 
