@@ -27,10 +27,10 @@ import attrs
 from ..._json import dumps
 from .._profiles import Profile
 from .._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
-from .._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
 from .._sse import DONE, Event, stream_script
 from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 from ._events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvents, anthropic_error
+from ._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
 
 __all__ = [
     "CACHE_READ_TOKENS",
@@ -123,7 +123,7 @@ def late_id(options: ScriptOptions) -> Script:
 
 def thinking_tool(options: ScriptOptions) -> Script:
     """A signed ``thinking`` block, a ``redacted_thinking`` block, then a ``tool_use``; the follow-up request is
-    checked by ``_sent_back.check_thinking_sent_back`` (see ``_formats.py``)."""
+    checked by ``_sent_back.check_thinking_sent_back`` (the record in ``pipeline/emulator/_formats.py``)."""
     m = MessageEvents(options)
     events = [
         m.start(),

@@ -13,9 +13,9 @@ import itertools
 
 from ..._json import dumps
 from .._script import ScriptOptions
-from .._sent_back import ENCRYPTED_ADDED, ENCRYPTED_CONTENT, REASONING_ID
 from .._sse import Event, Json, raw_event
 from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
+from ._sent_back import ENCRYPTED_ADDED, ENCRYPTED_CONTENT, REASONING_ID
 
 __all__ = ["ARGUMENTS", "CACHED_TOKENS", "CLEAN", "REASONING_TOKENS", "ResponseEvents"]
 

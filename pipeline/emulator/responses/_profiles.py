@@ -26,10 +26,10 @@ import attrs
 from .. import _error_profiles as http
 from .._profiles import Profile
 from .._script import Cut, Script, ScriptOptions
-from .._sent_back import SUMMARY, SUMMARY_PIECES
 from .._sse import Event, stream_script
 from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 from ._events import ARGUMENTS, CACHED_TOKENS, CLEAN, REASONING_TOKENS, ResponseEvents
+from ._sent_back import SUMMARY, SUMMARY_PIECES
 
 __all__ = [
     "CACHED_TOKENS",
@@ -122,7 +122,7 @@ def rotated_ids(options: ScriptOptions) -> Script:
 
 def reasoning_tool(options: ScriptOptions) -> Script:
     """A ``reasoning`` item (summary streamed, ``encrypted_content`` on done), then a function call; the follow-up
-    request is checked by ``_sent_back.check_reasoning_sent_back`` (see ``_formats.py``)."""
+    request is checked by ``_sent_back.check_reasoning_sent_back`` (the record in ``pipeline/emulator/_formats.py``)."""
     r = ResponseEvents(options)
     events = [*r.opening(), *r.reasoning_events(SUMMARY_PIECES)]
     r.call_index = 1
