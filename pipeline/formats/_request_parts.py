@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .._chat_message import REASONING_BLOCKS
+from .._assistant_turn import REASONING_BLOCKS
 
 Message = Mapping[str, Any]
 

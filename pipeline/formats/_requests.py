@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._chat_message import REASONING_BLOCKS
+from .._assistant_turn import REASONING_BLOCKS
 from ._options import RequestOptions
 from ._request_parts import Message, _text
 
