@@ -16,9 +16,8 @@ import statistics
 from collections.abc import Callable
 
 import pipeline
+from pipeline.sanitize import MessagesRepair, ResponsesRepair
 from pipeline.sanitize._event_repair import EventRepair
-from pipeline.sanitize._messages_repair import MessagesRepair
-from pipeline.sanitize._responses_repair import ResponsesRepair
 
 from . import formats
 

@@ -6,8 +6,10 @@ Modelled on httpx's ``tests/test_exported_members.py`` (a face's ``__all__`` is 
 - each class and function a face exports has a public face as its ``__module__``, and that face holds it under its
   ``__qualname__`` (so pickle, ``help()`` and tracebacks name a path a user can import);
 - a class or function is exported by one face only, except that ``pipeline`` re-exports what an application meets
-  (its canonical face is then a subpackage or ``operators``) and ``operators.extend`` re-exports the four types an
-  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``);
+  (its canonical face is then a subpackage or ``operators``), ``operators.extend`` re-exports the four types an
+  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``), and a format package's face
+  (``pipeline.sanitize.messages``: a subpackage named after a wire format) holds what its parent face exports of it
+  (``MessagesRepair``, whose face is ``pipeline.sanitize``);
 - the values keep working under their public name: pickle round-trips attrs values, enums, exceptions and msgspec
   structs; ``typing.get_type_hints`` and ``help()`` resolve every class; a fresh msgspec decoder decodes a struct.
 """
@@ -45,9 +47,17 @@ def _faces() -> tuple[str, ...]:
 
 
 FACES = _faces()
+FORMAT_FACES = frozenset(name for name in FACES if name.rpartition(".")[2] in operators.FORMATS)
+"""The faces of the format packages (``pipeline.sanitize.messages``, ...): internal faces over one format's modules,
+which hold what their parent face reads of the format."""
 EXTEND_TYPES = frozenset({"Batch", "Operator", "Rule", "Signal"})  # operators' types, re-exported by extend
 LIBRARY = frozenset({"operators", "pipeline"})  # operators.wire.DecodeError is msgspec's own
 NOT_MEMBERS = frozenset({"annotations", "TYPE_CHECKING"})  # from __future__ / typing, in the lazily importing faces
+
+
+def format_faces_of(parent: str) -> frozenset[str]:
+    """The faces of ``parent``'s format packages: ``pipeline.sanitize`` -> ``pipeline.sanitize.messages``, ..."""
+    return frozenset(name for name in FORMAT_FACES if name.rpartition(".")[0] == parent)
 
 
 def face(name: str) -> types.ModuleType:
@@ -74,6 +84,8 @@ def test_the_faces_are_the_documented_ones() -> None:
         "operators", "operators.wire", "operators.extend", "pipeline", "pipeline.agent", "pipeline.cli",
         "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.proxy",
         "pipeline.sanitize", "pipeline.session",
+        "pipeline.emulator.messages", "pipeline.emulator.responses", "pipeline.formats.messages",
+        "pipeline.formats.responses", "pipeline.sanitize.messages", "pipeline.sanitize.responses",
     }
 
 
@@ -108,7 +120,7 @@ def test_each_class_and_function_has_one_face() -> None:
         faces_of.setdefault(id(value), set()).add(face_name)
     for face_name, name, value in classes_and_functions():
         canonical = getattr(value, "__module__")  # noqa: B009 (the value is a class or a function)
-        others = faces_of[id(value)] - {canonical, "pipeline"}
+        others = faces_of[id(value)] - {canonical, "pipeline"} - format_faces_of(canonical)
         assert not others, f"{canonical}.{name} is also exported by {sorted(others)}"
         if face_name == "pipeline":
             assert canonical != "pipeline", f"pipeline.{name} is a re-export: its face is a subpackage or operators"
@@ -118,6 +130,9 @@ def test_no_name_is_in_two_faces_but_pipeline_and_the_extension_types() -> None:
     for first, second in itertools.combinations([name for name in FACES if name != "pipeline"], 2):
         shared = set(face(first).__all__) & set(face(second).__all__)
         allowed = EXTEND_TYPES if {first, second} == {"operators", "operators.extend"} else frozenset()
+        for parent, package in ((first, second), (second, first)):
+            if package in format_faces_of(parent):
+                allowed = frozenset(face(package).__all__)  # what the parent face exports of its format package
 
         assert shared <= allowed, f"{first} and {second} both export {sorted(shared - allowed)}"
 

@@ -32,7 +32,7 @@ from operators import (
 )
 from operators.extend import BlockTexts
 
-from .._chat_message import assistant_message
+from .._assistant_turn import assistant_message
 
 __all__ = ["Assembler", "AssistantMessage", "assemble", "assemble_async"]
 

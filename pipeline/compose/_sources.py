@@ -14,7 +14,7 @@ from reactivex.disposable import Disposable
 from operators import Limits
 from operators.extend import subscribing_stages
 
-from ._responses import WrapsResponse, http_response_of, is_async_response, response_pieces
+from ._replies import WrapsResponse, http_response_of, is_async_response, response_pieces
 
 __all__ = ["READ_SIZE", "ByteSource", "bytes_source", "pieces_of"]
 

@@ -13,7 +13,7 @@ from reactivex.subject import Subject
 
 from operators import Chunk, Format, Limits, Rule
 
-from ._responses import aresponse_pieces, http_response_of, is_async_response
+from ._replies import aresponse_pieces, http_response_of, is_async_response
 from ._sources import ByteSource, pieces_of
 from ._translate import translate
 

@@ -11,8 +11,8 @@ one with the ``x-emulator-profile`` header or the model ``"emulator/<profile>"``
 ``run_emulator``) needs the ``emulator`` extra, starlette and uvicorn: ``pip install 'llm-stream-pipeline[emulator]'``.
 Everything else here imports and works without it. To add a profile, see ``pipeline/emulator/_profiles.py``.
 
-It also speaks two more streaming APIs, each with its own profiles: ``POST /v1/messages`` (Anthropic Messages,
-``_messages_profiles.py``) and ``POST /v1/responses`` (OpenAI Responses, ``_responses_profiles.py``), routed by
+It also speaks two more streaming APIs, each with its own profiles in its own package: ``POST /v1/messages``
+(Anthropic Messages, ``messages/``) and ``POST /v1/responses`` (OpenAI Responses, ``responses/``), routed by
 ``_formats.py``; see docs/emulator-formats.md. ``GET /v1/models`` lists every format's profiles
 (``emulator/<profile>``, ``emulator/messages/<profile>``, ``emulator/responses/<profile>``).
 """

@@ -14,11 +14,11 @@ profile the format does not have is a 404 naming the format. The knobs
 chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
 while the request has no assistant turn (Messages: no ``assistant`` message; Responses: no assistant message,
 ``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. ``thinking-tool``
-(Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then, once
-``_sent_back.py`` has checked that the request sends the thinking / reasoning back as it was sent (a 400 if not), the
-``clean`` text. These formats are stream only: a request that does not ask for a stream as the format's record says
-(``WireFormat.streams``: ``"stream": true``) is a 400. Errors are answered in
-each API's own error shape.
+(Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then, once the
+format's check (its record's ``sent_back``, from its package's ``_sent_back.py``) has found that the request sends the
+thinking / reasoning back as it was sent (a 400 if not), the ``clean`` text. These formats are stream only: a
+request that does not ask for a stream as the format's record says (``WireFormat.streams``: ``"stream": true``) is a
+400. Errors are answered in each API's own error shape (the record's ``error_shape``).
 """
 
 from __future__ import annotations
@@ -33,13 +33,12 @@ import attrs
 from pipeline.formats import WIRE_FORMATS
 
 from ._errors import RequestError, error_body
-from ._messages_profiles import MESSAGES_PROFILES, anthropic_error
 from ._profiles import PROFILES, Profile
-from ._responses_profiles import RESPONSES_PROFILES
 from ._routing import Knobs, script_options
 from ._script import Script
-from ._sent_back import check_reasoning_sent_back, check_thinking_sent_back
 from ._state import EmulatorConfig, EmulatorState
+from .messages import MESSAGES_PROFILES, check_thinking_sent_back, messages_error_shape
+from .responses import RESPONSES_PROFILES, check_reasoning_sent_back
 
 __all__ = [
     "FORMATS",
@@ -52,10 +51,13 @@ __all__ = [
 ]
 
 _TURNS = frozenset({"function_call", "function_call_output"})
-_ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
-_SENT_BACK: Mapping[str, Callable[[Mapping[str, Any]], None]] = MappingProxyType(
-    {"thinking-tool": check_thinking_sent_back, "reasoning-tool": check_reasoning_sent_back}
-)
+
+SentBack = Callable[[Mapping[str, Any]], None]
+"""A follow-up request's check: ``RequestError`` 400 unless it sends back what the profile's first answer sent."""
+
+
+def _frozen(checks: Mapping[str, SentBack]) -> Mapping[str, SentBack]:
+    return MappingProxyType(dict(checks))
 
 
 @attrs.frozen
@@ -69,9 +71,15 @@ class ApiFormat:
     id_prefix: str
     """Prefix of the ``completion_id`` the profiles derive their ids from."""
     input_field: str
-    """The request field whose size estimates ``input_tokens``."""
+    """The request field that carries the conversation (``messages``, ``input``): its size estimates
+    ``input_tokens``, its assistant turns (and tool items) are the ``agent`` profile's step."""
+    system_field: str
+    """The request field that carries the system prompt (``system``, ``instructions``), counted in ``input_tokens``."""
     error_shape: Callable[[RequestError], dict[str, Any]]
     """A refused request's body in the format's own error shape."""
+    sent_back: Mapping[str, SentBack] = attrs.field(factory=dict, converter=_frozen)
+    """The profiles whose follow-up must send back what their first answer sent (a tool loop's thinking or
+    reasoning), each with its check."""
 
     @property
     def title(self) -> str:
@@ -95,18 +103,20 @@ class ApiFormat:
         return f"emulator/{self.name}/"
 
 
-def _anthropic_shape(error: RequestError) -> dict[str, Any]:
-    return anthropic_error(_ANTHROPIC_ERROR_TYPES.get(error.status, "api_error"), error.message)
-
-
 def _openai_shape(error: RequestError) -> dict[str, Any]:
     return error_body(error.message, "invalid_request_error", error.code, error.param)
 
 
 FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
     {
-        "messages": ApiFormat("messages", MESSAGES_PROFILES, "msg", "messages", _anthropic_shape),
-        "responses": ApiFormat("responses", RESPONSES_PROFILES, "resp", "input", _openai_shape),
+        "messages": ApiFormat(
+            "messages", MESSAGES_PROFILES, "msg", "messages", "system", messages_error_shape,
+            {"thinking-tool": check_thinking_sent_back},
+        ),
+        "responses": ApiFormat(
+            "responses", RESPONSES_PROFILES, "resp", "input", "instructions", _openai_shape,
+            {"reasoning-tool": check_reasoning_sent_back},
+        ),
     }
 )
 """The formats the emulator serves besides chat, keyed by their names in ``pipeline.formats.WIRE_FORMATS``."""
@@ -167,9 +177,9 @@ def choose_format_profile(
             400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
         )
     if name == "agent":
-        name = "seed-bug" if _agent_step(body) == 0 else "clean"
-    elif name in _SENT_BACK and _agent_step(body) > 0:
-        _SENT_BACK[name](body)  # the follow-up of a tool loop: what it must send back, checked (400 if not)
+        name = "seed-bug" if _agent_step(api, body) == 0 else "clean"
+    elif name in api.sent_back and _agent_step(api, body) > 0:
+        api.sent_back[name](body)  # the follow-up of a tool loop: what it must send back, checked (400 if not)
         name = "clean"
     fail_first = knobs.integer("x-emulator-fail-first", "fail_first")
     if not fail_first:
@@ -180,9 +190,9 @@ def choose_format_profile(
     return name if state._next_attempt(key) < fail_first else then
 
 
-def _agent_step(body: Mapping[str, Any]) -> int:
+def _agent_step(api: ApiFormat, body: Mapping[str, Any]) -> int:
     """The ``agent`` profile's step: the assistant turns (and, for Responses, tool outputs) the request carries."""
-    items = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    items = body.get(api.input_field)
     if not isinstance(items, list):
         return 0
     turns = [i for i in items if isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in _TURNS)]
@@ -193,7 +203,7 @@ def format_script(api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], profile
     """The script that answers this request with ``profile`` of ``api``."""
     options = script_options(knobs, body)
     field = body.get(api.input_field)
-    system = body.get("system") or body.get("instructions")
+    system = body.get(api.system_field)
     size = len(json.dumps([field, system])) // 4 if field or system else 4
     options = attrs.evolve(
         options,

@@ -16,7 +16,7 @@ Two entries are resolved by the gateway rather than built here: ``agent`` (a dif
 conversation, see ``_gateway.py``) and ``replay`` (a recorded file, see ``_replay.py``).
 
 This table is the chat-completions format's. The Messages and Responses formats have their own tables, built the
-same way from ``Profile`` lines: ``_REGISTRY`` in ``_messages_profiles.py`` and in ``_responses_profiles.py``.
+same way from ``Profile`` lines: ``_REGISTRY`` in ``messages/_profiles.py`` and in ``responses/_profiles.py``.
 """
 
 from __future__ import annotations

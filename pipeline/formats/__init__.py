@@ -15,7 +15,9 @@ from ._addressing import StreamTest, body_says_stream, url_says_stream
 from ._lookup import WIRE_REGISTRY, WireRegistry
 from ._options import RequestOptions
 from ._registry import ANTHROPIC_VERSION, APIS, WIRE_FORMATS, Api, WireFormat, wire_format
-from ._requests import DEFAULT_MAX_TOKENS, chat_request, messages_request, responses_request
+from ._requests import chat_request
+from .messages import DEFAULT_MAX_TOKENS, messages_request
+from .responses import responses_request
 
 __all__ = [
     "ANTHROPIC_VERSION",

@@ -24,7 +24,9 @@ import attrs
 from operators import FORMATS, Format
 
 from ._addressing import StreamTest, body_says_stream, fill_path, path_pattern
-from ._requests import Builder, chat_request, messages_request, responses_request
+from ._requests import Builder, chat_request
+from .messages import messages_request
+from .responses import responses_request
 
 __all__ = ["ANTHROPIC_VERSION", "APIS", "WIRE_FORMATS", "Api", "WireFormat", "wire_format"]
 

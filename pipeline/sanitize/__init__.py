@@ -28,10 +28,10 @@ from operators.extend import publish as _publish
 from . import _encode, _sanitizer
 from ._chat_repair import ChatRepair
 from ._encode import usage_json
-from ._messages_repair import MessagesRepair
 from ._repair import StreamRepair
-from ._responses_repair import ResponsesRepair
 from ._transport import OBSERVER_EXTENSION, Mode, SanitizingTransport
+from .messages import MessagesRepair
+from .responses import ResponsesRepair
 
 __all__ = ["OBSERVER_EXTENSION", "ChatRepair", "MessagesRepair", "Mode", "ResponsesRepair", "SanitizingTransport",
            "StreamRepair", "usage_json"]

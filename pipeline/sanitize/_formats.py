@@ -17,9 +17,9 @@ from operators import Limits
 from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY
 
 from ._chat_repair import ChatRepair
-from ._messages_repair import MessagesRepair, messages_error_body
 from ._repair import ErrorBody, StreamRepair, openai_error_body
-from ._responses_repair import ResponsesRepair, responses_error_body
+from .messages import MessagesRepair, messages_error_body
+from .responses import ResponsesRepair, responses_error_body
 
 __all__ = ["STREAM_FORMATS", "StreamFormat", "api_key", "streamed_format"]
 

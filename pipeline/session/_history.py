@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .._chat_message import assistant_message
+from .._assistant_turn import assistant_message
 from ._events import AssistantMessageEvent, SessionEvent, StepEndEvent, ToolResultEvent, TurnEndEvent, UserMessageEvent
 from ._values import AssistantPart, ReasoningPart, TextPart
 

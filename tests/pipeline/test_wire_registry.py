@@ -16,9 +16,10 @@ import pytest
 from pipeline import SanitizingTransport
 from pipeline._logging import get_logger
 from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY, WireFormat, WireRegistry, chat_request, url_says_stream
-from pipeline.sanitize import _formats, _proxy_metrics
+from pipeline.proxy import _metrics as _proxy_metrics
+from pipeline.proxy._headers import Keys, forwarded_headers
+from pipeline.sanitize import _formats
 from pipeline.sanitize._formats import STREAM_FORMATS, StreamFormat, streamed_format
-from pipeline.sanitize._proxy_headers import Keys, forwarded_headers
 
 FAKE = WireFormat(
     cast(Any, "fake"),

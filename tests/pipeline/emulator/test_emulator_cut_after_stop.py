@@ -9,9 +9,9 @@ from emulator_helpers import CLEAN
 from format_helpers import events, post_format
 
 import pipeline
-from pipeline.emulator._messages_profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES, clean
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
 from pipeline.emulator._script import ScriptOptions
+from pipeline.emulator.messages._profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES, clean
+from pipeline.emulator.responses import RESPONSES_PROFILES
 
 
 def test_cut_after_stop_ends_after_message_delta_with_the_stop_reason_and_usage(http: httpx.Client) -> None:

@@ -9,8 +9,8 @@ from emulator_helpers import CLEAN, client
 from format_helpers import SseEvent, cut_body, events, post_format
 
 from pipeline.emulator import Emulator, EmulatorConfig
-from pipeline.emulator._messages_profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES
 from pipeline.emulator._stream_profiles import CLEAN_TEXT
+from pipeline.emulator.messages._profiles import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MESSAGES_PROFILES
 
 ARGUMENTS = '{"city": "Paris"}'
 NAMES = {

@@ -18,9 +18,9 @@ from format_helpers import format_body
 
 from pipeline.emulator import PROFILES, Emulator
 from pipeline.emulator._formats import FORMATS, listed_models, profile_summary
-from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
 from pipeline.emulator._server import start_line
+from pipeline.emulator.messages import MESSAGES_PROFILES
+from pipeline.emulator.responses import RESPONSES_PROFILES
 
 ROOT = Path(__file__).resolve().parents[3]
 ENDPOINTS = {"emulator/messages/": "/messages", "emulator/responses/": "/responses"}

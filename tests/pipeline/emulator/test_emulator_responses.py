@@ -11,8 +11,8 @@ from emulator_helpers import CLEAN, client
 from format_helpers import SseEvent, cut_body, events, format_body, post_format
 
 from pipeline.emulator import Emulator
-from pipeline.emulator._responses_profiles import CACHED_TOKENS, REASONING_TOKENS, RESPONSES_PROFILES
 from pipeline.emulator._stream_profiles import CLEAN_TEXT
+from pipeline.emulator.responses._profiles import CACHED_TOKENS, REASONING_TOKENS, RESPONSES_PROFILES
 
 ARGUMENTS = '{"city": "Paris"}'
 CALL_EVENTS = {

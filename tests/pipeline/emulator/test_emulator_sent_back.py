@@ -14,16 +14,13 @@ from emulator_helpers import CLEAN
 from format_helpers import SseEvent, events, post_format
 
 from pipeline.emulator import Emulator
-from pipeline.emulator._sent_back import (
+from pipeline.emulator.messages._sent_back import REDACTED_DATA, SIGNATURE, THINKING, THINKING_PIECES
+from pipeline.emulator.responses._sent_back import (
     ENCRYPTED_ADDED,
     ENCRYPTED_CONTENT,
     REASONING_ID,
-    REDACTED_DATA,
-    SIGNATURE,
     SUMMARY,
     SUMMARY_PIECES,
-    THINKING,
-    THINKING_PIECES,
 )
 
 ARGUMENTS = '{"city": "Paris"}'

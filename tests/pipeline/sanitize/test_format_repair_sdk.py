@@ -18,11 +18,12 @@ from bytes_server import BytesServer  # noqa: E402
 from corpus import MESSAGES_STREAMS, PEER_FORMAT_STREAMS, RESPONSES_STREAMS  # noqa: E402
 from repair_helpers import body_of, repaired  # noqa: E402
 
-from pipeline.emulator._messages_profiles import MESSAGES_PROFILES  # noqa: E402
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES  # noqa: E402
+from pipeline.emulator.messages import MESSAGES_PROFILES  # noqa: E402
+from pipeline.emulator.responses import RESPONSES_PROFILES  # noqa: E402
+from pipeline.sanitize import MessagesRepair, ResponsesRepair  # noqa: E402
 from pipeline.sanitize._event_repair import EventRepair  # noqa: E402
-from pipeline.sanitize._messages_repair import MessagesRepair, messages_error_body  # noqa: E402
-from pipeline.sanitize._responses_repair import ResponsesRepair, responses_error_body  # noqa: E402
+from pipeline.sanitize.messages import messages_error_body  # noqa: E402
+from pipeline.sanitize.responses import responses_error_body  # noqa: E402
 
 
 @pytest.fixture(scope="module")

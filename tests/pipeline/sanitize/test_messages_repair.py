@@ -11,8 +11,9 @@ from repair_helpers import SPLITS, blocks, body_of, ending, fed_around, named_ev
 
 import pipeline
 from operators import Code, Failure
-from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
-from pipeline.sanitize._messages_repair import MessagesRepair, messages_error_body
+from pipeline.emulator.messages import MESSAGES_PROFILES
+from pipeline.sanitize import MessagesRepair
+from pipeline.sanitize.messages import messages_error_body
 
 ARGUMENTS = '{"city": "Paris"}'
 

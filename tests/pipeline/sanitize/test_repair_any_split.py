@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from repair_helpers import blocks, body_of, cut_at, repaired
 
-from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
+from pipeline.emulator.messages import MESSAGES_PROFILES
+from pipeline.emulator.responses import RESPONSES_PROFILES
 from pipeline.sanitize import MessagesRepair, ResponsesRepair
 
 CASES = [

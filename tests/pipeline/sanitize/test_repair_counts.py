@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 from repair_helpers import SPLITS, body_of, repaired
 
-from pipeline.emulator._messages_profiles import MESSAGES_PROFILES
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
-from pipeline.sanitize._messages_repair import MessagesRepair
-from pipeline.sanitize._responses_repair import ResponsesRepair
+from pipeline.emulator.messages import MESSAGES_PROFILES
+from pipeline.emulator.responses import RESPONSES_PROFILES
+from pipeline.sanitize import MessagesRepair, ResponsesRepair
 
 KEY = "sk-test-counted-key-123456"
 

@@ -11,8 +11,9 @@ from repair_helpers import SPLITS, blocks, body_of, ending, fed_around, named_ev
 
 import pipeline
 from operators import Code, Failure
-from pipeline.emulator._responses_profiles import RESPONSES_PROFILES
-from pipeline.sanitize._responses_repair import ResponsesRepair, responses_error_body
+from pipeline.emulator.responses import RESPONSES_PROFILES
+from pipeline.sanitize import ResponsesRepair
+from pipeline.sanitize.responses import responses_error_body
 
 ARGUMENTS = '{"city": "Paris"}'
 

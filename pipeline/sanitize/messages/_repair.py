@@ -34,10 +34,10 @@ import msgspec
 from operators import Code, Failure, Limits
 from operators.extend import classify_inband_error, foreign_format, format_mismatch
 
-from .._logging import get_logger
-from ._event_repair import EventRepair
-from ._repair_values import Held, decode, encode_event, finish_from, named
-from ._sse_events import event_parts
+from ..._logging import get_logger
+from .._event_repair import EventRepair
+from .._repair_values import Held, decode, encode_event, finish_from, named
+from .._sse_events import event_parts
 
 __all__ = ["MessagesRepair", "messages_error_body"]
 

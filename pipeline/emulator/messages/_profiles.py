@@ -14,7 +14,7 @@ A tool call is a ``tool_use`` block (``id``, ``name``, ``input: {}`` in ``conten
 ``input_json_delta`` fragments). Usage: ``input_tokens`` excludes the cache, ``cache_read_input_tokens`` =
 ``CACHE_READ_TOKENS``, ``cache_creation_input_tokens`` = ``CACHE_WRITE_TOKENS``, on every stream that ends.
 Each function takes ``ScriptOptions`` and returns a ``Script`` (events built by ``MessageEvents``,
-``_message_events.py``); ``MESSAGES_PROFILES`` names them.
+``_events.py``); ``MESSAGES_PROFILES`` names them.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from types import MappingProxyType
 
 import attrs
 
-from .._json import dumps
-from ._message_events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvents, anthropic_error
-from ._profiles import Profile
-from ._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
+from ..._json import dumps
+from .._profiles import Profile
+from .._script import JSON_CONTENT_TYPE, Cut, Script, ScriptOptions, Write
+from .._sse import DONE, Event, stream_script
+from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
+from ._events import CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, MessageEvents, anthropic_error
 from ._sent_back import REDACTED_DATA, SIGNATURE, THINKING_PIECES
-from ._sse import DONE, Event, stream_script
-from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
 __all__ = [
     "CACHE_READ_TOKENS",
@@ -123,7 +123,7 @@ def late_id(options: ScriptOptions) -> Script:
 
 def thinking_tool(options: ScriptOptions) -> Script:
     """A signed ``thinking`` block, a ``redacted_thinking`` block, then a ``tool_use``; the follow-up request is
-    checked by ``_sent_back.check_thinking_sent_back`` (see ``_formats.py``)."""
+    checked by ``_sent_back.check_thinking_sent_back`` (the record in ``pipeline/emulator/_formats.py``)."""
     m = MessageEvents(options)
     events = [
         m.start(),

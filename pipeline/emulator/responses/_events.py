@@ -3,7 +3,7 @@
 Every payload has ``type`` and an increasing ``sequence_number``; the response object of ``response.created`` /
 ``.in_progress`` / ``.completed`` carries the settings a real response has. Usage (on ``response.completed``):
 ``input_tokens`` includes ``input_tokens_details.cached_tokens`` = ``CACHED_TOKENS``; ``output_tokens`` includes
-``output_tokens_details.reasoning_tokens`` = ``REASONING_TOKENS``. The profiles (``_responses_profiles.py``) are
+``output_tokens_details.reasoning_tokens`` = ``REASONING_TOKENS``. The profiles (``_profiles.py``) are
 written with it.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 
-from .._json import dumps
-from ._script import ScriptOptions
+from ..._json import dumps
+from .._script import ScriptOptions
+from .._sse import Event, Json, raw_event
+from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 from ._sent_back import ENCRYPTED_ADDED, ENCRYPTED_CONTENT, REASONING_ID
-from ._sse import Event, Json, raw_event
-from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
 __all__ = ["ARGUMENTS", "CACHED_TOKENS", "CLEAN", "REASONING_TOKENS", "ResponseEvents"]
 

@@ -37,9 +37,9 @@ import msgspec
 from operators import Code, Failure, Finish, Limits
 from operators.extend import OWN_ERROR_TYPE, classify_inband_error, foreign_format, format_mismatch
 
-from ._event_repair import EventRepair
-from ._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
-from ._sse_events import event_parts
+from .._event_repair import EventRepair
+from .._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
+from .._sse_events import event_parts
 
 __all__ = ["ResponsesRepair", "responses_error_body"]
 

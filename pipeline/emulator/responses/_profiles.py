@@ -13,7 +13,7 @@ A tool call is a ``function_call`` item (``id`` fc_..., ``call_id`` call_..., ``
 ``response.function_call_arguments.delta`` events, then ``.done``. Usage (on ``response.completed``):
 ``input_tokens`` includes ``input_tokens_details.cached_tokens`` = ``CACHED_TOKENS``; ``output_tokens`` includes
 ``output_tokens_details.reasoning_tokens`` = ``REASONING_TOKENS``. The events are built by ``ResponseEvents``
-(``_response_events.py``); ``RESPONSES_PROFILES`` names the profiles.
+(``_events.py``); ``RESPONSES_PROFILES`` names the profiles.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from types import MappingProxyType
 
 import attrs
 
-from . import _error_profiles as http
-from ._profiles import Profile
-from ._response_events import ARGUMENTS, CACHED_TOKENS, CLEAN, REASONING_TOKENS, ResponseEvents
-from ._script import Cut, Script, ScriptOptions
+from .. import _error_profiles as http
+from .._profiles import Profile
+from .._script import Cut, Script, ScriptOptions
+from .._sse import Event, stream_script
+from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
+from ._events import ARGUMENTS, CACHED_TOKENS, CLEAN, REASONING_TOKENS, ResponseEvents
 from ._sent_back import SUMMARY, SUMMARY_PIECES
-from ._sse import Event, stream_script
-from ._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
 
 __all__ = [
     "CACHED_TOKENS",
@@ -122,7 +122,7 @@ def rotated_ids(options: ScriptOptions) -> Script:
 
 def reasoning_tool(options: ScriptOptions) -> Script:
     """A ``reasoning`` item (summary streamed, ``encrypted_content`` on done), then a function call; the follow-up
-    request is checked by ``_sent_back.check_reasoning_sent_back`` (see ``_formats.py``)."""
+    request is checked by ``_sent_back.check_reasoning_sent_back`` (the record in ``pipeline/emulator/_formats.py``)."""
     r = ResponseEvents(options)
     events = [*r.opening(), *r.reasoning_events(SUMMARY_PIECES)]
     r.call_index = 1

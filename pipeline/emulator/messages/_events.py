@@ -3,18 +3,20 @@
 Every event is named after its payload's ``type`` (``event: content_block_delta`` / ``data: {"type":
 "content_block_delta", ...}``). Usage: ``input_tokens`` excludes the cache, ``cache_read_input_tokens`` =
 ``CACHE_READ_TOKENS``, ``cache_creation_input_tokens`` = ``CACHE_WRITE_TOKENS``. The profiles
-(``_messages_profiles.py``) are written with it; ``anthropic_error`` is the API's error shape.
+(``_profiles.py``) are written with it; ``anthropic_error`` is the API's error shape, ``messages_error_shape`` a
+refused request in it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._json import dumps
-from ._script import ScriptOptions
-from ._sse import Event, Json, raw_event
+from ..._json import dumps
+from .._errors import RequestError
+from .._script import ScriptOptions
+from .._sse import Event, Json, raw_event
 
-__all__ = ["CACHE_READ_TOKENS", "CACHE_WRITE_TOKENS", "MessageEvents", "anthropic_error"]
+__all__ = ["CACHE_READ_TOKENS", "CACHE_WRITE_TOKENS", "MessageEvents", "anthropic_error", "messages_error_shape"]
 
 CACHE_READ_TOKENS = 16
 """``cache_read_input_tokens`` of every Messages stream."""
@@ -25,6 +27,15 @@ CACHE_WRITE_TOKENS = 8
 def anthropic_error(error_type: str, message: str) -> Json:
     """``{"type": "error", "error": {"type", "message"}}``: the Messages API's error shape (HTTP and in-band)."""
     return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+_ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error"}
+
+
+def messages_error_shape(error: RequestError) -> Json:
+    """A request the emulator refuses, in the Messages API's error shape (``invalid_request_error`` for a 400,
+    ``not_found_error`` for a 404, else ``api_error``)."""
+    return anthropic_error(_ERROR_TYPES.get(error.status, "api_error"), error.message)
 
 
 class MessageEvents:
