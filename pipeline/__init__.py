@@ -18,6 +18,8 @@ from operators import Limits, LlmStreamError, RetryPolicy
 from operators.extend import publish as _publish
 
 from . import _logging
+from . import proxy as _proxy
+from . import sanitize as _sanitize
 from .agent import (
     Tool,
     ToolDefinitionError,
@@ -60,6 +62,7 @@ from .session import (
     repair,
 )
 
+_sanitize._moved_to = _proxy  # the proxy's deprecated paths under pipeline.sanitize, without an import back up
 _logging.configure_from_env()  # LLM_STREAM_LOG, read once (docs/decisions/0020-environment-and-logging.md)
 
 __version__ = "0.2.0"

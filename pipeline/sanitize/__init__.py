@@ -20,7 +20,7 @@ that receives each attempt's ``StreamRepair``.
 
 from __future__ import annotations
 
-import importlib
+import types
 import warnings
 
 from operators.extend import publish as _publish
@@ -45,12 +45,14 @@ _INSTEAD = ("use SanitizingTransport, or a StreamRepair repairer (ChatRepair, Me
 _publish({**globals(), **_DEPRECATED}, _DEPRECATED)  # still named by this face while they last
 
 _MOVED = ("ProxyConfig", "Proxy", "create_proxy_app", "run_proxy")  # to pipeline.proxy; removed in the next minor
+_moved_to: types.ModuleType | None = None
+"""``pipeline.proxy``, handed here by ``pipeline/__init__.py`` (the face above both, which always runs first): this
+face never imports the proxy, so no import runs from the transport up to the proxy, not even a lazy one."""
 
 
 def __getattr__(name: str) -> object:
-    """The deprecated names warn on every use. The moved proxy names are read from ``pipeline.proxy`` by name, at the
-    first use of the old path: the one edge from the transport to the proxy, kept only while the old path lasts
-    (``pipeline.proxy`` imports this face; docs/architecture.md)."""
+    """The deprecated names warn on every use. The moved proxy names are read from ``pipeline.proxy``, which the
+    package's face hands this one (``_moved_to``), so the transport never imports the proxy that imports it."""
     if name in _DEPRECATED:
         warnings.warn(f"pipeline.sanitize.{name} is deprecated and will be removed: {_INSTEAD}", DeprecationWarning,
                       stacklevel=2)
@@ -59,7 +61,9 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(f"pipeline.sanitize.{name} is deprecated and will be removed in the next minor version: use "
                   f"pipeline.proxy.{name}", DeprecationWarning, stacklevel=2)
-    value: object = getattr(importlib.import_module("pipeline.proxy"), name)  # the proxy extra's hint comes from there
+    if _moved_to is None:  # pragma: no cover - pipeline/__init__.py always runs before this face
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: use pipeline.proxy.{name}")
+    value: object = getattr(_moved_to, name)  # the proxy extra's hint comes from there
     return value
 
 
