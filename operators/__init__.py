@@ -45,13 +45,13 @@ from ._exceptions import LlmStreamError
 from ._faces import publish as _publish
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
-from ._parse_messages import parse_messages_sse
-from ._parse_responses import parse_responses_sse
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
 from ._signals import Rule, Signal
 from ._stage import Batch, Operator
+from .messages import parse_messages_sse
+from .responses import parse_responses_sse
 
 __all__ = [
     "CODES",

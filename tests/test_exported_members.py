@@ -6,8 +6,9 @@ Modelled on httpx's ``tests/test_exported_members.py`` (a face's ``__all__`` is 
 - each class and function a face exports has a public face as its ``__module__``, and that face holds it under its
   ``__qualname__`` (so pickle, ``help()`` and tracebacks name a path a user can import);
 - a class or function is exported by one face only, except that ``pipeline`` re-exports what an application meets
-  (its canonical face is then a subpackage or ``operators``) and ``operators.extend`` re-exports the four types an
-  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``);
+  (its canonical face is then a subpackage or ``operators``), ``operators.extend`` re-exports the four types an
+  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``) and ``operators`` re-exports each wire
+  format package's parser (``operators.parse_messages_sse`` is ``operators.messages.parse_messages_sse``);
 - the values keep working under their public name: pickle round-trips attrs values, enums, exceptions and msgspec
   structs; ``typing.get_type_hints`` and ``help()`` resolve every class; a fresh msgspec decoder decodes a struct.
 """
@@ -46,6 +47,8 @@ def _faces() -> tuple[str, ...]:
 
 FACES = _faces()
 EXTEND_TYPES = frozenset({"Batch", "Operator", "Rule", "Signal"})  # operators' types, re-exported by extend
+FORMAT_PACKAGES = frozenset({"operators.messages", "operators.responses"})  # one per wire format but chat
+FORMAT_PARSERS = frozenset({"parse_messages_sse", "parse_responses_sse"})  # their parsers, re-exported by operators
 LIBRARY = frozenset({"operators", "pipeline"})  # operators.wire.DecodeError is msgspec's own
 NOT_MEMBERS = frozenset({"annotations", "TYPE_CHECKING"})  # from __future__ / typing, in the lazily importing faces
 
@@ -71,9 +74,9 @@ def classes_and_functions() -> list[tuple[str, str, object]]:
 
 def test_the_faces_are_the_documented_ones() -> None:
     assert set(FACES) == {
-        "operators", "operators.wire", "operators.extend", "pipeline", "pipeline.agent", "pipeline.cli",
-        "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.sanitize",
-        "pipeline.session",
+        "operators", "operators.wire", "operators.extend", "operators.messages", "operators.responses",
+        "pipeline", "pipeline.agent", "pipeline.cli", "pipeline.client", "pipeline.compose", "pipeline.emulator",
+        "pipeline.formats", "pipeline.sanitize", "pipeline.session",
     }
 
 
@@ -109,6 +112,8 @@ def test_each_class_and_function_has_one_face() -> None:
     for face_name, name, value in classes_and_functions():
         canonical = getattr(value, "__module__")  # noqa: B009 (the value is a class or a function)
         others = faces_of[id(value)] - {canonical, "pipeline"}
+        if canonical in FORMAT_PACKAGES and name in FORMAT_PARSERS:
+            others -= {"operators"}  # the parser of a wire format, re-exported where it always was
         assert not others, f"{canonical}.{name} is also exported by {sorted(others)}"
         if face_name == "pipeline":
             assert canonical != "pipeline", f"pipeline.{name} is a re-export: its face is a subpackage or operators"
@@ -118,7 +123,8 @@ def test_no_name_is_in_two_faces_but_pipeline_and_the_extension_types() -> None:
     for first, second in itertools.combinations([name for name in FACES if name != "pipeline"], 2):
         shared = set(face(first).__all__) & set(face(second).__all__)
         allowed = EXTEND_TYPES if {first, second} == {"operators", "operators.extend"} else frozenset()
-
+        if first == "operators" and second in FORMAT_PACKAGES:
+            allowed = FORMAT_PARSERS
         assert shared <= allowed, f"{first} and {second} both export {sorted(shared - allowed)}"
 
 
