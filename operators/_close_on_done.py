@@ -79,6 +79,8 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.finished = False
         self.blocks: list[BlockStart] = []
         self.texts = BlockTexts()
+        self.buffer = self.texts.buffer  # add_text's, bound once
+        self.max_text_bytes = limits.max_text_bytes
         self.calls: dict[int, ToolCallState] = {}
         self.seals: dict[int, ReasoningSeal] = {}
         self.usage: Usage | None = None
@@ -91,8 +93,8 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         block is not open. The rule path and the fast path add through it (docs/decisions/0050-fast-path.md)."""
         encoded = text.encode("utf-8", "surrogatepass")
         size = self.text_bytes + len(encoded)
-        buffer = self.texts.buffer(index)
-        if size > self.limits.max_text_bytes or buffer is None:
+        buffer = self.buffer(index)
+        if size > self.max_text_bytes or buffer is None:
             return -1
         buffer += encoded
         self.text_bytes = size
@@ -135,7 +137,7 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 out.append(item)
 
     def _text_refused(self, index: int, text: str, out: list[Signal]) -> None:
-        if self.texts.buffer(index) is None:
+        if self.buffer(index) is None:
             raise KeyError(f"text for block {index}, which was never started")
         self._text_exceeded(self.text_bytes + len(text.encode("utf-8", "surrogatepass")), out)
 

@@ -1,13 +1,19 @@
-"""The fast path's deltas (docs/decisions/0050-fast-path.md): what the rules do with one hot delta, through the rule
-stages' own interface, or nothing at all (-1) when the rules would do anything more than emit that one delta.
+"""The fast path's deltas (docs/decisions/0050-fast-path.md): what the rules do with the hot deltas, through the rule
+stages' own interface, or nothing at all (-1) when the rules would do anything more than emit those deltas.
 
 The stages' interface, which their rule path uses too, so the two paths cannot drift apart:
 ``coalesce.text_index`` / ``coalesce.reasoning_index`` (the open blocks), ``coalesce.settled_call(wire_index, id,
 name)`` (the call a delta whose identity changes nothing belongs to), ``accumulate.extend(index, id, name,
 arguments)`` (a fragment within ``max_arguments_bytes``) and ``close.add_text(index, text)`` (a text or reasoning
-delta within ``max_text_bytes``); ``classify_finish`` passes deltas on unchanged. A refused delta changes nothing
-(``settled_call`` marks the call the latest, as the general path then does too): the general path decides it. Each
-returns the UTF-8 bytes the delta carried.
+delta within ``max_text_bytes``); ``classify_finish`` passes deltas on unchanged.
+
+Text and reasoning: the deltas of one block that follow each other in a read (a run) are added at the end of the
+read's loop, as one text, with one ``close.add_text`` (one call per read rather than per event); their chunks are
+appended as they are read. When the run would cross ``max_text_bytes``, its chunks are taken back out of
+``chain.out`` and nothing has changed: the general path reads those deltas one by one and decides which one crosses.
+Any other hot delta after a run ends the read's inline work, so the deltas count against the limit in the rules'
+order. A refused fragment changes nothing either (``settled_call`` marks the call the latest, as the general path then
+does too). ``fragment`` returns the UTF-8 bytes the fragment carried.
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ from typing import Any
 
 import attrs
 
-from ._chunks import ReasoningDelta, TextDelta, ToolCallDelta
+from ._chunks import TextDelta, ToolCallDelta
 from ._fast_framing import FastChain
 from ._wire import UNSET
 
-__all__ = ["fragment", "reasoning"]
+__all__ = ["fragment"]
 
 # A text delta is the one object made per event on the hottest path: made with its slots set directly, it costs about
 # half of what attrs' frozen __init__ costs (a bound object.__setattr__ per field). Only while TextDelta stays two
@@ -34,17 +40,6 @@ if [(f.name, f.validator, f.converter, f.default) for f in _FIELDS] != [
 _new = object.__new__
 _set_index = TextDelta.__dict__["index"].__set__
 _set_text = TextDelta.__dict__["text"].__set__
-
-
-def reasoning(chain: FastChain, text: str) -> int:
-    """A non-empty reasoning delta of the open reasoning block."""
-    index = chain.coalesce.reasoning_index
-    if index is None:
-        return -1
-    added: int = chain.close.add_text(index, text)
-    if added >= 0:
-        chain.out.append(ReasoningDelta(index, text))
-    return added
 
 
 def fragment(chain: FastChain, wire_index: Any, wire_id: Any, name: Any, arguments: Any) -> int:

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ._chunks import TextDelta
-from ._fast_apply import _new, _set_index, _set_text, fragment, reasoning
+from ._chunks import ReasoningDelta, TextDelta
+from ._fast_apply import _new, _set_index, _set_text, fragment
 from ._fast_framing import FastChain
 from ._fast_framing import decoded as _decoded
 from ._fast_framing import finish as _finish
@@ -33,8 +33,10 @@ def chat_read(chain: FastChain, piece: bytes) -> bool:
     if decoded is None:
         return False
     chunks, buf, cut = decoded
-    add_text, out = chain.close.add_text, chain.out
-    text_index = chain.coalesce.text_index
+    out = chain.out
+    text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
+    run: list[str] = []
+    run_index = mark = start = 0
     applied = 0
     for chunk in chunks:
         choices = chunk.choices
@@ -48,12 +50,17 @@ def chat_read(chain: FastChain, piece: bytes) -> bool:
         content = delta.content
         said = delta.reasoning_content if type(delta.reasoning_content) is str else delta.reasoning
         if type(said) is str:
-            if said and (content or delta.tool_calls or reasoning(chain, said) < 0):
-                break
+            if said:
+                if content or delta.tool_calls or reasoning_index is None or (run and run_index != reasoning_index):
+                    break
+                if not run:
+                    run_index, mark, start = reasoning_index, len(out), applied
+                run.append(said)
+                out.append(ReasoningDelta(reasoning_index, said))
         elif delta.reasoning_details:
             break
         if delta.tool_calls:
-            if content or len(delta.tool_calls) != 1:
+            if content or len(delta.tool_calls) != 1 or run:
                 break
             call = delta.tool_calls[0]
             function = call.function
@@ -61,15 +68,21 @@ def chat_read(chain: FastChain, piece: bytes) -> bool:
                 break
         elif type(content) is str:
             if content:
-                if text_index is None or add_text(text_index, content) < 0:
+                if text_index is None or (run and run_index != text_index):
                     break
+                if not run:  # a run of deltas of one block, added at its end (``_fast_apply.py``)
+                    run_index, mark, start = text_index, len(out), applied
+                run.append(content)
                 made = _new(TextDelta)  # TextDelta(text_index, content) without attrs' __init__ (_fast_apply.py)
                 _set_index(made, text_index)
                 _set_text(made, content)
                 out.append(made)
         elif content is not None:
             break
-        applied += 1
+        applied += 1  # noqa: SIM113 (events applied; not an index: a refused run resets it)
+    if run and chain.close.add_text(run_index, "".join(run)) < 0:  # the run as one text (``_fast_apply.py``)
+        del out[mark:]  # it would cross max_text_bytes: taken back, the general path reads its deltas one by one
+        applied = start
     if applied == len(chunks) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
     return _finish(chain, parser, buf, cut, applied, len(chunks))

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from .._chunks import TextDelta
-from .._fast_apply import _new, _set_index, _set_text, fragment, reasoning
+from .._chunks import ReasoningDelta, TextDelta
+from .._fast_apply import _new, _set_index, _set_text, fragment
 from .._fast_framing import FastChain
 from .._fast_framing import decoded as _decoded
 from .._fast_framing import finish as _finish
@@ -49,8 +49,10 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
         return False
     events, buf, cut = decoded
     blocks = parser.blocks
-    add_text, out = chain.close.add_text, chain.out
-    text_index = chain.coalesce.text_index
+    out = chain.out
+    text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
+    run: list[str] = []
+    run_index = mark = start = 0
     applied = 0
     for event in events:
         delta = event.delta
@@ -66,23 +68,38 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
             if type(text) is not str:
                 break
             if text:
-                if text_index is None or add_text(text_index, text) < 0:
+                if text_index is None or (run and run_index != text_index):
                     break
+                if not run:  # a run of deltas of one block, added at its end (``_fast_apply.py``)
+                    run_index, mark, start = text_index, len(out), applied
+                run.append(text)
                 made = _new(TextDelta)  # TextDelta(text_index, text) without attrs' __init__ (_fast_apply.py)
                 _set_index(made, text_index)
                 _set_text(made, text)
                 out.append(made)
         elif kind == "thinking_delta" and block.kind == "thinking":
             thinking = delta.thinking
-            if type(thinking) is not str or (thinking and reasoning(chain, thinking) < 0):
+            if type(thinking) is not str:
                 break
+            if thinking:
+                if reasoning_index is None or (run and run_index != reasoning_index):
+                    break
+                if not run:
+                    run_index, mark, start = reasoning_index, len(out), applied
+                run.append(thinking)
+                out.append(ReasoningDelta(reasoning_index, thinking))
         elif kind == "input_json_delta" and block.kind == "tool":
-            if type(delta.partial_json) is not str or fragment(chain, index, UNSET, UNSET, delta.partial_json) < 0:
+            if run or type(delta.partial_json) is not str:
+                break
+            if fragment(chain, index, UNSET, UNSET, delta.partial_json) < 0:
                 break
             block.deltas = True
         else:
             break
-        applied += 1
+        applied += 1  # noqa: SIM113 (events applied; not an index: a refused run resets it)
+    if run and chain.close.add_text(run_index, "".join(run)) < 0:  # the run as one text (``_fast_apply.py``)
+        del out[mark:]  # it would cross max_text_bytes: taken back, the general path reads its deltas one by one
+        applied = start
     if applied == len(events) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
     return _finish(chain, parser, buf, cut, applied, len(events))

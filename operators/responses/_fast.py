@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from .._chunks import TextDelta
-from .._fast_apply import _new, _set_index, _set_text, fragment, reasoning
+from .._chunks import ReasoningDelta, TextDelta
+from .._fast_apply import _new, _set_index, _set_text, fragment
 from .._fast_framing import FastChain
 from .._fast_framing import decoded as _decoded
 from .._fast_framing import finish as _finish
@@ -33,8 +33,10 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
         return False
     events, buf, cut = decoded
     calls = parser.calls
-    add_text, out = chain.close.add_text, chain.out
-    text_index = chain.coalesce.text_index
+    out = chain.out
+    text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
+    run: list[str] = []
+    run_index = mark = start = 0
     admitted = 0  # UTF-8 bytes of content: the terminal event may repeat them (``_ParseResponses.admit``)
     applied = 0
     for event in events:
@@ -42,10 +44,11 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
         delta = event.delta
         if kind == "response.output_text.delta":
             if delta:
-                added = add_text(text_index, delta) if text_index is not None else -1
-                if added < 0:
+                if text_index is None or (run and run_index != text_index):
                     break
-                admitted += added
+                if not run:  # a run of deltas of one block, added at its end (``_fast_apply.py``)
+                    run_index, mark, start = text_index, len(out), applied
+                run.append(delta)
                 made = _new(TextDelta)  # TextDelta(text_index, delta) without attrs' __init__ (_fast_apply.py)
                 _set_index(made, text_index)
                 _set_text(made, delta)
@@ -53,7 +56,7 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
         elif kind == "response.function_call_arguments.delta":
             index = event.output_index
             call = calls.get(index) if index is not None else None
-            if call is None or not call.deltas:
+            if call is None or not call.deltas or run:
                 break
             if delta:
                 added = fragment(chain, index, UNSET, UNSET, delta)
@@ -63,13 +66,22 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
                 call.add_delta(delta)
         elif kind in _REASONING_EVENTS:
             if delta:
-                added = reasoning(chain, delta)
-                if added < 0:
+                if reasoning_index is None or (run and run_index != reasoning_index):
                     break
-                admitted += added
+                if not run:
+                    run_index, mark, start = reasoning_index, len(out), applied
+                run.append(delta)
+                out.append(ReasoningDelta(reasoning_index, delta))
         else:
             break
-        applied += 1
+        applied += 1  # noqa: SIM113 (events applied; not an index: a refused run resets it)
+    if run:  # the run as one text (``_fast_apply.py``)
+        added = chain.close.add_text(run_index, "".join(run))
+        if added < 0:  # it would cross max_text_bytes: taken back, the general path reads its deltas one by one
+            del out[mark:]
+            applied = start
+        else:
+            admitted += added
     parser.admit(admitted)
     if applied == len(events) and cut + 2 == len(buf):  # the whole read, nothing left open
         return True
