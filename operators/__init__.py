@@ -6,9 +6,10 @@ compose them with ``source.pipe(parse_sse(), coalesce_identity(), ...)``. Betwee
 can be subscribed twice (a retry is a re-subscription). Operators never do I/O. ``pipeline.translate`` composes them
 and hands out single public chunks: the place for ordinary reactivex operators.
 
-Three public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
-``operators.wire`` (the typed wire values ``parse_sse`` decodes) and ``operators.extend`` (the kit for a custom
-operator among the rules, and for a custom byte source).
+Public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
+``operators.wire`` (the typed wire values ``parse_sse`` decodes), ``operators.extend`` (the kit for a custom
+operator among the rules, and for a custom byte source), and one package per wire format other than chat
+(``operators.messages``, ``operators.responses``: its parser, re-exported here, and its registry record).
 
 The operators, in the order of the default chain: ``parse_sse`` (or ``parse_stream`` for a named or detected wire
 format: ``parse_messages_sse``, ``parse_responses_sse``), ``coalesce_identity``, ``accumulate_arguments``,

@@ -17,7 +17,7 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
   anomaly with its length, never its content). Server-side tools (``server_tool_use``, ``mcp_tool_use``,
   ``*_tool_result``) are ``server-tool`` anomalies, never tool calls; other blocks (``compaction``, ``fallback``)
   and unknown deltas/events are anomalies.
-- ``message_delta`` gives the stop reason (``_messages_events.FINISH_REASONS``) and usage, merged field by field
+- ``message_delta`` gives the stop reason (``_events.FINISH_REASONS``) and usage, merged field by field
   with ``message_start``'s. At ``message_stop``: one ``WireChunk`` with the finish reason and the merged usage, then
   ``Done``. A block still open there (``max_tokens`` cutting a tool block) is an ``unterminated-block`` anomaly.
 - ``error`` (an event named so, or a payload of type ``error``) gives the usage known so far, then ``Halt`` with the
