@@ -8,12 +8,12 @@ arguments)`` (a fragment within ``max_arguments_bytes``) and ``close.add_text(in
 delta within ``max_text_bytes``); ``classify_finish`` passes deltas on unchanged.
 
 Text and reasoning: the deltas of one block that follow each other in a read (a run) are added at the end of the
-read's loop, as one text (concatenated as they come, linear in CPython), with one ``close.add_text``: one call per
-read rather than per event. Their chunks are appended as they are read; when the run would cross ``max_text_bytes``,
-they are taken back out of ``chain.out`` and nothing has changed: the general path reads those deltas one by one and
-decides which one crosses. Any other hot delta after a run ends the read's inline work, so the deltas count against
-the limit in the rules' order. A refused fragment changes nothing either (``settled_call`` marks the call the latest,
-as the general path then does too). ``fragment`` returns the UTF-8 bytes the fragment carried.
+read's loop, as one text, with one ``close.add_text`` (one call per read rather than per event); their chunks are
+appended as they are read. When the run would cross ``max_text_bytes``, its chunks are taken back out of
+``chain.out`` and nothing has changed: the general path reads those deltas one by one and decides which one crosses.
+Any other hot delta after a run ends the read's inline work, so the deltas count against the limit in the rules'
+order. A refused fragment changes nothing either (``settled_call`` marks the call the latest, as the general path then
+does too). ``fragment`` returns the UTF-8 bytes the fragment carried.
 """
 
 from __future__ import annotations

@@ -50,9 +50,8 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
     events, buf, cut = decoded
     blocks = parser.blocks
     out = chain.out
-    coalesce = chain.coalesce
-    text_index, reasoning_index = coalesce.text_index, coalesce.reasoning_index
-    run = ""  # the text of the current run (its deltas are non-empty)
+    text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
+    run: list[str] = []
     run_index = mark = start = 0
     applied = 0
     for event in events:
@@ -73,7 +72,7 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
                     break
                 if not run:  # a run of deltas of one block, added at its end (``_fast_apply.py``)
                     run_index, mark, start = text_index, len(out), applied
-                run += text
+                run.append(text)
                 made = _new(TextDelta)  # TextDelta(text_index, text) without attrs' __init__ (_fast_apply.py)
                 _set_index(made, text_index)
                 _set_text(made, text)
@@ -87,7 +86,7 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
                     break
                 if not run:
                     run_index, mark, start = reasoning_index, len(out), applied
-                run += thinking
+                run.append(thinking)
                 out.append(ReasoningDelta(reasoning_index, thinking))
         elif kind == "input_json_delta" and block.kind == "tool":
             if run or type(delta.partial_json) is not str:
@@ -98,7 +97,7 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
         else:
             break
         applied += 1  # noqa: SIM113 (events applied; not an index: a refused run resets it)
-    if run and chain.close.add_text(run_index, run) < 0:  # the run as one text (``_fast_apply.py``)
+    if run and chain.close.add_text(run_index, "".join(run)) < 0:  # the run as one text (``_fast_apply.py``)
         del out[mark:]  # it would cross max_text_bytes: taken back, the general path reads its deltas one by one
         applied = start
     if applied == len(events) and cut + 2 == len(buf):  # the whole read, nothing left open

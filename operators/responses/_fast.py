@@ -34,9 +34,8 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
     events, buf, cut = decoded
     calls = parser.calls
     out = chain.out
-    coalesce = chain.coalesce
-    text_index, reasoning_index = coalesce.text_index, coalesce.reasoning_index
-    run = ""  # the text of the current run (its deltas are non-empty)
+    text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
+    run: list[str] = []
     run_index = mark = start = 0
     admitted = 0  # UTF-8 bytes of content: the terminal event may repeat them (``_ParseResponses.admit``)
     applied = 0
@@ -49,7 +48,7 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
                     break
                 if not run:  # a run of deltas of one block, added at its end (``_fast_apply.py``)
                     run_index, mark, start = text_index, len(out), applied
-                run += delta
+                run.append(delta)
                 made = _new(TextDelta)  # TextDelta(text_index, delta) without attrs' __init__ (_fast_apply.py)
                 _set_index(made, text_index)
                 _set_text(made, delta)
@@ -71,13 +70,13 @@ def responses_read(chain: FastChain, piece: bytes) -> bool:
                     break
                 if not run:
                     run_index, mark, start = reasoning_index, len(out), applied
-                run += delta
+                run.append(delta)
                 out.append(ReasoningDelta(reasoning_index, delta))
         else:
             break
         applied += 1  # noqa: SIM113 (events applied; not an index: a refused run resets it)
     if run:  # the run as one text (``_fast_apply.py``)
-        added = chain.close.add_text(run_index, run)
+        added = chain.close.add_text(run_index, "".join(run))
         if added < 0:  # it would cross max_text_bytes: taken back, the general path reads its deltas one by one
             del out[mark:]
             applied = start
