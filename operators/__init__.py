@@ -6,9 +6,10 @@ compose them with ``source.pipe(parse_sse(), coalesce_identity(), ...)``. Betwee
 can be subscribed twice (a retry is a re-subscription). Operators never do I/O. ``pipeline.translate`` composes them
 and hands out single public chunks: the place for ordinary reactivex operators.
 
-Three public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
-``operators.wire`` (the typed wire values ``parse_sse`` decodes) and ``operators.extend`` (the kit for a custom
-operator among the rules, and for a custom byte source).
+Public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
+``operators.wire`` (the typed wire values ``parse_sse`` decodes), ``operators.extend`` (the kit for a custom
+operator among the rules, and for a custom byte source), and one package per wire format other than chat
+(``operators.messages``, ``operators.responses``: its parser, re-exported here, and its registry record).
 
 The operators, in the order of the default chain: ``parse_sse`` (or ``parse_stream`` for a named or detected wire
 format: ``parse_messages_sse``, ``parse_responses_sse``), ``coalesce_identity``, ``accumulate_arguments``,
@@ -45,13 +46,13 @@ from ._exceptions import LlmStreamError
 from ._faces import publish as _publish
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import FORMATS, Format, detect_format, parse_stream
-from ._parse_messages import parse_messages_sse
-from ._parse_responses import parse_responses_sse
 from ._parse_sse import parse_sse
 from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
 from ._signals import Rule, Signal
 from ._stage import Batch, Operator
+from .messages import parse_messages_sse
+from .responses import parse_responses_sse
 
 __all__ = [
     "CODES",

@@ -77,26 +77,38 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
                 self._too_many_calls(out)
                 return
             call = self.calls[fragment.index] = _Arguments(fragment.wire_index)
-        call.id = fragment.id
-        call.name = fragment.name
         if fragment.refused is not None:
             call.refused = fragment.refused
         arguments = fragment.arguments
         if type(arguments) is str:
-            if arguments:
-                encoded = arguments.encode("utf-8", "surrogatepass")
-                size = len(call.parts) + len(encoded)
-                if size > self.limits.max_arguments_bytes:  # checked before keeping: nothing past it is stored
-                    self._exceeded("max_arguments_bytes", size, self.limits.max_arguments_bytes,
-                                   "the arguments of one tool call", out)
-                    return
-                call.parts += encoded
+            if self.extend(fragment.index, fragment.id, fragment.name, arguments) < 0:  # nothing past it is stored
+                size = len(call.parts) + len(arguments.encode("utf-8", "surrogatepass"))
+                self._exceeded("max_arguments_bytes", size, self.limits.max_arguments_bytes,
+                               "the arguments of one tool call", out)
+                return
         else:
+            call.id = fragment.id
+            call.name = fragment.name
             if arguments is None and not call.null_reported:
                 call.null_reported = True
                 out.append(Anomaly("null-arguments", fragment.index, "arguments null: adds nothing"))
             arguments = ""
         out.append(ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments))
+
+    def extend(self, index: int, id: str | None, name: str | None, arguments: str) -> int:
+        """Call ``index``'s identity so far and a fragment of its arguments, whose UTF-8 bytes join them within
+        ``max_arguments_bytes``. Returns the bytes added, or -1, nothing changed, when they would cross the limit or the
+        call is not open. The rule path and the fast path add through it (docs/decisions/0050-fast-path.md)."""
+        call = self.calls.get(index)
+        if call is None:
+            return -1
+        encoded = arguments.encode("utf-8", "surrogatepass")
+        if len(call.parts) + len(encoded) > self.limits.max_arguments_bytes:
+            return -1
+        call.id = id
+        call.name = name
+        call.parts += encoded
+        return len(encoded)
 
     def _too_many_calls(self, out: list[Signal]) -> None:
         counted = max(self.opened, len(self.calls)) + 1

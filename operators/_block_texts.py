@@ -7,16 +7,21 @@ Lone surrogates a gateway may send survive the round trip (``surrogatepass``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 __all__ = ["BlockTexts"]
 
 
 class BlockTexts:
-    """Text per block index: ``open(i)``, ``add(i, text)``, ``text(i)``, ``pop(i)``."""
+    """Text per block index: ``open(i)``, ``add(i, text)``, ``buffer(i)``, ``text(i)``, ``pop(i)``."""
 
-    __slots__ = ("_buffers",)
+    __slots__ = ("_buffers", "buffer")
 
     def __init__(self) -> None:
         self._buffers: dict[int, bytearray] = {}
+        self.buffer: Callable[[int], bytearray | None] = self._buffers.get
+        """``buffer(i)``: block ``i``'s UTF-8 buffer itself (None when it is not open), which ``close_on_done`` appends
+        to; a bound ``dict.get``, so a C call on the per-delta path."""
 
     def open(self, index: int) -> None:
         self._buffers[index] = bytearray()
@@ -26,10 +31,6 @@ class BlockTexts:
         encoded = text.encode("utf-8", "surrogatepass")
         self._buffers[index] += encoded
         return len(encoded)
-
-    def buffer(self, index: int) -> bytearray | None:
-        """Block ``index``'s UTF-8 buffer itself (None when it is not open): the fast path appends to it directly."""
-        return self._buffers.get(index)
 
     def text(self, index: int) -> str:
         return self._buffers[index].decode("utf-8", "surrogatepass")

@@ -17,19 +17,16 @@ from ._accumulate_arguments import _AccumulateArguments
 from ._classify_finish import _ClassifyFinish
 from ._close_on_done import _CloseOnDone
 from ._coalesce_identity import _CoalesceIdentity
+from ._fast_framing import HotRead
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import Format, _Detect
 from ._signals import Rule, Signal
 from ._sse_framing import SseFraming
 from ._stage import BaseStage, Batch, stage_operator
 
-__all__ = ["DEFAULT_STAGES", "Chain", "HotRead", "default_rules"]
+__all__ = ["DEFAULT_STAGES", "Chain", "default_rules"]
 
 _BYTES = (bytes, bytearray, memoryview)
-
-HotRead: TypeAlias = Callable[["Chain", bytes], bool]
-"""A format's fast path: False leaves the read to the general path untouched; True means it took the read."""
-
 
 RuleStage: TypeAlias = BaseStage[Batch[Signal], Signal]
 
@@ -52,7 +49,7 @@ def default_rules(limits: Limits | None = None) -> list[Rule]:
 
 
 class Chain:
-    """One subscription's stages, the general path over them, and the fast path's entry (``read``)."""
+    """One subscription's stages, the general path over them, and the fast path's entry (``hot``): a ``FastChain``."""
 
     __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "hot", "hot_reads", "out",
                  "parser", "subject")

@@ -82,23 +82,35 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.finished = False
         self.blocks: list[BlockStart] = []
         self.texts = BlockTexts()
+        self.buffer = self.texts.buffer  # add_text's, bound once
+        self.max_text_bytes = limits.max_text_bytes
         self.calls: dict[int, ToolCallState] = {}
         self.seals: dict[int, ReasoningSeal] = {}
         self.usage: Usage | None = None
         self.reason: str | None = None
         self.text_bytes = 0  # UTF-8 bytes of all text and reasoning so far (max_text_bytes)
 
+    def add_text(self, index: int, text: str) -> int:
+        """A text or reasoning delta of block ``index``: its UTF-8 bytes join the block's text and count against
+        ``max_text_bytes``. Returns the bytes added, or -1, nothing changed, when they would cross the limit or the
+        block is not open. The rule path and the fast path add through it (docs/decisions/0050-fast-path.md)."""
+        encoded = text.encode("utf-8", "surrogatepass")
+        size = self.text_bytes + len(encoded)
+        buffer = self.buffer(index)
+        if size > self.max_text_bytes or buffer is None:
+            return -1
+        buffer += encoded
+        self.text_bytes = size
+        return len(encoded)
+
     def on_batch(self, batch: Batch[Signal], out: list[Signal]) -> None:
-        add_text = self.texts.add  # bound once per batch: the per-delta path is the hot one (decision 0008)
-        size = self.text_bytes  # counted in a local, stored back once per batch
-        limit = self.limits.max_text_bytes
+        add_text = self.add_text  # bound once per batch: the per-delta path is the hot one (decision 0008)
         item: Any  # dispatched on type(item) below, the fastest test (decision 0008)
         for item in batch:
             kind = type(item)
             if kind is TextDelta or kind is ReasoningDelta:
-                size += add_text(item.index, item.text)
-                if size > limit:  # the crossing delta is neither emitted nor kept
-                    self._text_exceeded(size, out)
+                if add_text(item.index, item.text) < 0:  # the crossing delta is neither emitted nor kept
+                    self._text_refused(item.index, item.text, out)
                     break
                 out.append(item)
             elif kind is BlockStart:
@@ -109,10 +121,10 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 self.calls[item.index] = item
             elif kind is ReasoningSeal:
                 self.seals[item.index] = item
-                size += sum(len(part.encode("utf-8", "surrogatepass"))
-                            for part in (item.signature, item.encrypted, item.item_id) if part)
-                if size > limit:
-                    self._text_exceeded(size, out)
+                self.text_bytes += sum(len(part.encode("utf-8", "surrogatepass"))
+                                       for part in (item.signature, item.encrypted, item.item_id) if part)
+                if self.text_bytes > self.limits.max_text_bytes:
+                    self._text_exceeded(self.text_bytes, out)
                     break
             elif kind is UsageSeen:
                 self.usage = item.usage
@@ -126,7 +138,11 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 break
             else:
                 out.append(item)
-        self.text_bytes = size
+
+    def _text_refused(self, index: int, text: str, out: list[Signal]) -> None:
+        if self.buffer(index) is None:
+            raise KeyError(f"text for block {index}, which was never started")
+        self._text_exceeded(self.text_bytes + len(text.encode("utf-8", "surrogatepass")), out)
 
     def _text_exceeded(self, size: int, out: list[Signal]) -> None:
         self.texts.clear()

@@ -1,7 +1,6 @@
 """``coalesce_identity``: which block each fragment belongs to, and who each tool call is.
 
 Rule (docs/decisions/0002-coalesce-identity.md):
-
 - A tool call's ``id`` and ``function.name`` are identity, not accumulation. Only a non-empty string is accepted;
   absent, ``null``, ``""`` and non-strings leave the established value (reported as ``empty-identity`` /
   ``non-string-identity``). Identity is never concatenated. A different non-empty name for an established call keeps
@@ -35,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
+from ._delta_parts import content_parts, details_text
 from ._signals import (
     FinishSeen,
     IdRefusal,
@@ -65,37 +65,23 @@ class _Call:
         self.reported: set[str] = set()
 
 
+def _settled(value: Any, known: str | None, reported: set[str], key: str) -> bool:
+    """Whether an identity value changes nothing and reports nothing: absent, the value already established, or an
+    empty value already reported for this call."""
+    if value is UNSET:
+        return True
+    if type(value) is str and value:
+        return value == known
+    return (value is None or value == "") and key in reported
+
+
+def _kept(call: _Call, field: str) -> str:
+    value = call.id if field == "id" else call.name
+    return f", keeping {value!r}" if value is not None else ", still unknown"
+
+
 def _describe(value: Any) -> str:
     return "absent" if value is UNSET else repr(value)[:40]
-
-
-def _details_text(details: list[Any]) -> str:
-    parts = []
-    for item in details:
-        if isinstance(item, dict):
-            text = item.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "".join(parts)
-
-
-def _content_parts(parts: list[Any]) -> tuple[str, str]:
-    """Mistral's list-valued content: (text, reasoning)."""
-    text: list[str] = []
-    thinking: list[str] = []
-    for part in parts:
-        if not isinstance(part, dict):
-            continue
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            text.append(part["text"])
-        elif kind == "thinking":
-            inner = part.get("thinking")
-            if isinstance(inner, str):
-                thinking.append(inner)
-            elif isinstance(inner, list):
-                thinking.append(_details_text(inner))
-    return "".join(text), "".join(thinking)
 
 
 class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
@@ -168,9 +154,9 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
             if isinstance(alias, str):
                 reasoning = alias
             elif rc is UNSET and alias is UNSET and delta.reasoning_details:
-                reasoning = _details_text(delta.reasoning_details)
+                reasoning = details_text(delta.reasoning_details)
         if type(content) is list:
-            text, thinking = _content_parts(content)
+            text, thinking = content_parts(content)
             reasoning = (reasoning or "") + thinking
         if reasoning:
             if self.reasoning_index is None:
@@ -194,9 +180,14 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
 
     def _tool_call(self, wire: WireToolCall, out: list[Signal]) -> None:
         wire_id = wire.id
-        new_id = wire_id if type(wire_id) is str and wire_id else None
         function = wire.function
         wire_name = function.name if function is not None else UNSET
+        arguments = function.arguments if function is not None else UNSET
+        settled = self.settled_call(wire.index, wire_id, wire_name)
+        if settled is not None:  # the call's identity changes nothing: only its fragment
+            out.append(ToolFragment(settled.index, settled.wire_index, settled.id, settled.name, arguments))
+            return
+        new_id = wire_id if type(wire_id) is str and wire_id else None
         call = self._correlate(wire.index, new_id, out)
         refused: IdRefusal | None = None
 
@@ -210,7 +201,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
                     refused = IdRefusal(new_id, owner.index, owner.wire_index)
                     self._report_call(call, "duplicate-id", out, "duplicate-id",
                                       f"id {new_id!r} ignored: call {owner.index} already owns it"
-                                      + self._kept(call, "id"))
+                                      + _kept(call, "id"))
         else:
             self._ignore_identity(call, "id", wire_id, out)
 
@@ -223,8 +214,22 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         else:
             self._ignore_identity(call, "name", wire_name, out)
 
-        arguments = function.arguments if function is not None else UNSET
         out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments, refused))
+
+    def settled_call(self, wire_index: Any, wire_id: Any, name: Any) -> _Call | None:
+        """The call open at ``wire_index`` when a tool-call delta's identity values change nothing and report nothing
+        (each absent, the value already established, or an empty value already reported for that call): the delta is
+        then only its fragment, and the call the latest one. None otherwise. The rule path and the fast path ask it
+        (docs/decisions/0050-fast-path.md)."""
+        if type(wire_index) is not int:
+            return None
+        call = self.by_wire_index.get(wire_index)
+        if call is None or not _settled(wire_id, call.id, call.reported, "empty-id"):
+            return None
+        if not _settled(name, call.name, call.reported, "empty-name"):
+            return None
+        self.last_call = call
+        return call
 
     def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
         if wire_index is not None:
@@ -262,12 +267,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         if key in call.reported:  # reported once per call: the message is not even formatted again
             return
         kind, what = ("empty-identity", "ignored") if empty else ("non-string-identity", "is not a string; ignored")
-        self._report_call(call, key, out, kind, f"{field} {_describe(value)} {what}" + self._kept(call, field))
-
-    @staticmethod
-    def _kept(call: _Call, field: str) -> str:
-        value = call.id if field == "id" else call.name
-        return f", keeping {value!r}" if value is not None else ", still unknown"
+        self._report_call(call, key, out, kind, f"{field} {_describe(value)} {what}" + _kept(call, field))
 
     def _report_call(self, call: _Call, key: str, out: list[Signal], kind: str, detail: str) -> None:
         if key not in call.reported:

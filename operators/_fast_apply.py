@@ -1,10 +1,19 @@
-"""The fast path's state changes (docs/decisions/0050-fast-path.md): what the rules do with one hot delta, applied
-to their own stage objects, or nothing at all (-1) when the rules would do anything more than emit that one delta.
+"""The fast path's deltas (docs/decisions/0050-fast-path.md): what the rules do with the hot deltas, through the rule
+stages' own interface, or nothing at all (-1) when the rules would do anything more than emit those deltas.
 
-Each function mirrors, for one case, ``coalesce_identity`` (which block, which call), ``accumulate_arguments`` (the
-call's arguments buffer, ``max_arguments_bytes``) and ``close_on_done`` (the block's text buffer, ``max_text_bytes``);
-``classify_finish`` passes deltas on unchanged. The checks come first, the changes after, so a refused delta leaves
-every stage as it was and the general path decides it. They return the UTF-8 bytes the delta carried.
+The stages' interface, which their rule path uses too, so the two paths cannot drift apart:
+``coalesce.text_index`` / ``coalesce.reasoning_index`` (the open blocks), ``coalesce.settled_call(wire_index, id,
+name)`` (the call a delta whose identity changes nothing belongs to), ``accumulate.extend(index, id, name,
+arguments)`` (a fragment within ``max_arguments_bytes``) and ``close.add_text(index, text)`` (a text or reasoning
+delta within ``max_text_bytes``); ``classify_finish`` passes deltas on unchanged.
+
+Text and reasoning: the deltas of one block that follow each other in a read (a run) are added at the end of the
+read's loop, as one text, with one ``close.add_text`` (one call per read rather than per event); their chunks are
+appended as they are read. When the run would cross ``max_text_bytes``, its chunks are taken back out of
+``chain.out`` and nothing has changed: the general path reads those deltas one by one and decides which one crosses.
+Any other hot delta after a run ends the read's inline work, so the deltas count against the limit in the rules'
+order. A refused fragment changes nothing either (``settled_call`` marks the call the latest, as the general path then
+does too). ``fragment`` returns the UTF-8 bytes the fragment carried.
 """
 
 from __future__ import annotations
@@ -13,11 +22,11 @@ from typing import Any
 
 import attrs
 
-from ._chain import Chain
-from ._chunks import ReasoningDelta, TextDelta, ToolCallDelta
+from ._chunks import TextDelta, ToolCallDelta
+from ._fast_framing import FastChain
 from ._wire import UNSET
 
-__all__ = ["fragment", "reasoning"]
+__all__ = ["fragment"]
 
 # A text delta is the one object made per event on the hottest path: made with its slots set directly, it costs about
 # half of what attrs' frozen __init__ costs (a bound object.__setattr__ per field). Only while TextDelta stays two
@@ -33,63 +42,17 @@ _set_index = TextDelta.__dict__["index"].__set__
 _set_text = TextDelta.__dict__["text"].__set__
 
 
-def reasoning(chain: Chain, text: str) -> int:
-    """A non-empty reasoning delta of the open reasoning block."""
-    index = chain.coalesce.reasoning_index
-    if index is None:
-        return -1
-    close = chain.close
-    buffer = close.texts.buffer(index)
-    if buffer is None:
-        return -1
-    encoded = text.encode("utf-8", "surrogatepass")
-    size = close.text_bytes + len(encoded)
-    if size > close.limits.max_text_bytes:
-        return -1
-    buffer += encoded
-    close.text_bytes = size
-    chain.out.append(ReasoningDelta(index, text))
-    return len(encoded)
-
-
-def _settled(value: Any, known: str | None, call_reported: set[str], key: str) -> bool:
-    """Whether an identity value changes nothing and reports nothing: absent, the value already established, or an
-    empty value already reported for this call."""
-    if value is UNSET:
-        return True
-    if type(value) is str and value:
-        return value == known
-    return (value is None or value == "") and key in call_reported
-
-
-def fragment(chain: Chain, wire_index: Any, wire_id: Any, name: Any, arguments: Any) -> int:
+def fragment(chain: FastChain, wire_index: Any, wire_id: Any, name: Any, arguments: Any) -> int:
     """An arguments fragment (``str``, or absent) of a call already open at ``wire_index``, whose identity values
     change nothing."""
-    if type(wire_index) is not int:
-        return -1
-    coalesce = chain.coalesce
-    call = coalesce.by_wire_index.get(wire_index)
+    if type(arguments) is not str:
+        if arguments is not UNSET:
+            return -1
+        arguments = ""
+    call = chain.coalesce.settled_call(wire_index, wire_id, name)
     if call is None:
         return -1
-    if not _settled(wire_id, call.id, call.reported, "empty-id"):
-        return -1
-    if not _settled(name, call.name, call.reported, "empty-name"):
-        return -1
-    accumulate = chain.accumulate
-    state = accumulate.calls.get(call.index)
-    if state is None:
-        return -1
-    if type(arguments) is str:
-        encoded = arguments.encode("utf-8", "surrogatepass")
-        if len(state.parts) + len(encoded) > accumulate.limits.max_arguments_bytes:
-            return -1
-    elif arguments is UNSET:
-        arguments, encoded = "", b""
-    else:
-        return -1
-    coalesce.last_call = call
-    state.id = call.id
-    state.name = call.name
-    state.parts += encoded
-    chain.out.append(ToolCallDelta(call.index, call.id or "", call.name, arguments))
-    return len(encoded)
+    added: int = chain.accumulate.extend(call.index, call.id, call.name, arguments)
+    if added >= 0:
+        chain.out.append(ToolCallDelta(call.index, call.id or "", call.name, arguments))
+    return added

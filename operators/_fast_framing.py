@@ -8,14 +8,34 @@ payloads, each decoded alone, as the general path decodes it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias
 
 import msgspec
 
-from ._chain import Chain
+from ._signals import Signal
 from ._sse_framing import SseFraming
 
-__all__ = ["decoded", "finish"]
+__all__ = ["FastChain", "HotRead", "decoded", "finish"]
+
+
+class FastChain(Protocol):
+    """What a format's fast path sees of one subscription (``_chain.Chain``): the parser it reads past, the rule
+    stages, whose interface it calls (docs/decisions/0050-fast-path.md, "The stages' interface"), the batch being
+    built, and the general path."""
+
+    format_parser: Any
+    coalesce: Any
+    accumulate: Any
+    close: Any
+    out: list[Signal]
+
+    def general(self, piece: Any) -> None: ...
+
+
+HotRead: TypeAlias = Callable[[FastChain, bytes], bool]
+"""A format's fast path, ``read(chain, piece)``: False leaves the read to the general path untouched; True means it
+took the read."""
 
 _DATA = b"data: "
 
@@ -66,7 +86,7 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
     return values, buf, cut
 
 
-def finish(chain: Chain, parser: SseFraming, buf: bytes, cut: int, applied: int, total: int) -> bool:
+def finish(chain: FastChain, parser: SseFraming, buf: bytes, cut: int, applied: int, total: int) -> bool:
     """After ``applied`` of ``total`` events (those ending at ``cut``): the rest of the read to the general path, or
     the tail kept open."""
     tail = buf[cut + 2 :]
@@ -86,7 +106,7 @@ def finish(chain: Chain, parser: SseFraming, buf: bytes, cut: int, applied: int,
     return True
 
 
-def _hand_over(chain: Chain, parser: SseFraming, rest: bytes) -> None:
+def _hand_over(chain: FastChain, parser: SseFraming, rest: bytes) -> None:
     """The rest of a read to the general path as one framing pass, whatever its length (the framing slices a long
     read, and what it reports after a finish depends on the slice): all but its last line end waits as the open line,
     the last line end arrives as the read."""

@@ -7,7 +7,8 @@ accumulate_arguments -> close_on_done -> classify_finish`` (what ``pipeline.prot
 
 Per subscription it owns the very stage objects the rule operators run (fresh ones), composed by
 ``stage_operator`` over an internal subject: the *general path*, with every guarantee of decision 0008. A read goes
-there unless the fast path (``_fast_formats.py``) can take it: a read whose complete events are all single ``data:``
+there unless the fast path (the format's, named by its registry record: ``_fast_chat.py``,
+``operators/messages/_fast.py``, ...) can take it: a read whose complete events are all single ``data:``
 lines of one shape (checked with a few bytes operations), decoded in one pass, whose events are the hot deltas (text,
 reasoning, argument fragments) of blocks already open. Those are applied inline to the same stage objects (the state
 each rule would have reached) and their chunks appended; from the first event that is anything else, the rest of the
@@ -22,9 +23,8 @@ from reactivex.disposable import SingleAssignmentDisposable
 
 from . import _parse_format
 from ._chain import Chain
-from ._fast_formats import HOT_READS
 from ._limits import DEFAULT_LIMITS, Limits
-from ._parse_format import Format
+from ._parse_format import HOT_READS, Format
 from ._signals import Signal
 from ._sse_framing import SLICE
 from ._stage import Batch, Operator, _subscribing

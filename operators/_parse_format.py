@@ -1,7 +1,8 @@
 """``parse_stream``: the parse operator of a wire format, named or detected from the first event.
 
 Three formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume; each is one
-``WireParser`` record of ``PARSER_RECORDS`` (its name, detection and parser):
+``WireParser`` record of ``PARSER_RECORDS`` (its name, detection, parser and fast path), defined in the format's
+package (``operators/messages/``, ``operators/responses/``; chat's parser is ``_parse_sse.py``):
 
     "chat"       OpenAI-compatible chat completions (``parse_sse``)
     "messages"   the Anthropic-style Messages API stream (``parse_messages_sse``)
@@ -21,71 +22,43 @@ the factories' docstrings).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
-import attrs
 import msgspec
 
+from ._fast_chat import chat_read
+from ._fast_framing import HotRead
 from ._limits import DEFAULT_LIMITS, Limits
-from ._messages_stage import messages_stage
-from ._parse_sse import chat_stage
-from ._responses_stage import responses_stage
+from ._parse_sse import _ParseSse, chat_stage
 from ._signals import Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
+from ._wire_parser import ParserStage, WireParser, never
+from .messages import MESSAGES_PARSER
+from .responses import RESPONSES_PARSER
 
-__all__ = ["FORMATS", "PARSERS", "PARSER_RECORDS", "Format", "WireParser", "detect_format", "parse_stream"]
+__all__ = ["FORMATS", "HOT_READS", "PARSERS", "PARSER_RECORDS", "Format", "detect_format", "parse_stream"]
 
 Format: TypeAlias = Literal["chat", "messages", "responses"]
 
-ParserStage = Callable[..., BaseStage[bytes, Signal]]
-"""``factory(limits, *, comments=False)``: a fresh parsing stage (``comments``: report comment lines as anomalies)."""
-
-_MESSAGES_TYPES = frozenset(
-    {
-        b"message_start",
-        b"message_delta",
-        b"message_stop",
-        b"content_block_start",
-        b"content_block_delta",
-        b"content_block_stop",
-        b"ping",
-    }
-)
-
-
-@attrs.frozen
-class WireParser:
-    """The operators side of one wire format: its name, how its first event is recognised, and its parser. The
-    pipeline side (the request it sends, ...) is ``pipeline.formats.WIRE_FORMATS``, keyed by the same names."""
-
-    name: Format
-    stage: ParserStage
-    """The stage factory of its parser (``parse_stream(name)`` wraps it)."""
-    owns_type: Callable[[bytes], bool]
-    """True for an ``event:`` name or a payload ``type`` only this format sends."""
-    owns_error: Callable[[object], bool]
-    """True when a payload of ``type: "error"`` with this ``error`` member is this format's error event."""
-
-
-def _never(_: object) -> bool:
-    return False
-
-
 PARSER_RECORDS: tuple[WireParser, ...] = (
-    WireParser("chat", chat_stage, _never, _never),  # the default: a payload without a type is chat
-    WireParser("messages", messages_stage, _MESSAGES_TYPES.__contains__, lambda error: isinstance(error, dict)),
-    WireParser(  # the Responses error event is flat; Messages nests the error object
-        "responses", responses_stage, lambda kind: kind.startswith(b"response."), lambda e: not isinstance(e, dict)
-    ),
+    WireParser("chat", _ParseSse, never, never, hot_read=chat_read),  # the default: a payload without a type is chat
+    MESSAGES_PARSER,  # operators/messages/
+    RESPONSES_PARSER,  # operators/responses/
 )
-"""One record per wire format, the default (chat) first: the registry ``FORMATS``, ``PARSERS`` and detection read."""
+"""One record per wire format, the default (chat) first: the registry ``FORMATS``, ``PARSERS``, ``HOT_READS`` and
+detection read. A format's record lives in its package (``operators/<format>/_parse.py``)."""
 
-FORMATS: tuple[Format, ...] = tuple(record.name for record in PARSER_RECORDS)
+FORMATS: tuple[Format, ...] = tuple(cast(Format, record.name) for record in PARSER_RECORDS)
 
 PARSERS: Mapping[str, ParserStage] = MappingProxyType({record.name: record.stage for record in PARSER_RECORDS})
 """Format name -> the stage factory of its parser (the formats this build reads)."""
+
+HOT_READS: Mapping[type, HotRead] = MappingProxyType(
+    {record.stage: record.hot_read for record in PARSER_RECORDS if record.hot_read is not None}
+)
+"""The parser's class -> the fast path of its format (``default_chain``, docs/decisions/0050-fast-path.md)."""
 
 
 class _Typed(msgspec.Struct):
@@ -97,7 +70,7 @@ _typed = msgspec.json.Decoder(_Typed)
 
 
 def _owner(kind: bytes) -> Format | None:
-    return next((record.name for record in PARSER_RECORDS if record.owns_type(kind)), None)
+    return next((cast(Format, record.name) for record in PARSER_RECORDS if record.owns_type(kind)), None)
 
 
 def _of_payload(value: bytes) -> Format | None:
@@ -109,7 +82,7 @@ def _of_payload(value: bytes) -> Format | None:
         return "chat"  # the chat parser reports it as malformed
     kind = (payload.type or "").encode()
     if kind == b"error":
-        return next((record.name for record in PARSER_RECORDS if record.owns_error(payload.error)), "chat")
+        return next((cast(Format, r.name) for r in PARSER_RECORDS if r.owns_error(payload.error)), "chat")
     return _owner(kind) or "chat"
 
 

@@ -24,13 +24,79 @@ from typing import Any
 
 import msgspec
 
-from ._messages_events import wire_usage as messages_usage
-from ._responses_events import ResponsesUsage
-from ._responses_events import wire_usage as responses_usage
 from ._usage import checked_usage
-from ._wire import WireUsage
+from ._wire import WireCompletionDetails, WirePromptDetails, WireUsage
 
-__all__ = ["counts_anything", "other_usage", "reads_nothing"]
+__all__ = ["ResponsesUsage", "counts_anything", "messages_usage", "other_usage", "reads_nothing", "responses_usage"]
+
+Number = int | float
+
+
+class InputDetails(msgspec.Struct):
+    cached_tokens: Number | None = None
+    cache_write_tokens: Number | None = None
+
+
+class OutputDetails(msgspec.Struct):
+    reasoning_tokens: Number | None = None
+
+
+class ResponsesUsage(msgspec.Struct):
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
+    total_tokens: Number | None = None
+    input_tokens_details: InputDetails | None = None
+    output_tokens_details: OutputDetails | None = None
+
+
+def _number(value: object) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def messages_usage(merged: dict[str, Any]) -> WireUsage | None:
+    """The merged Messages usage in OpenAI's shape (``None`` when no count is known). A count that is not a number
+    counts as absent; a negative or absurd one is left to the normalisation, which drops it (``invalid-usage``)."""
+    uncached = _number(merged.get("input_tokens"))
+    reads = _number(merged.get("cache_read_input_tokens"))
+    writes = _number(merged.get("cache_creation_input_tokens"))
+    output = _number(merged.get("output_tokens"))
+    details = merged.get("output_tokens_details")
+    thinking = _number(details.get("thinking_tokens")) if isinstance(details, dict) else None
+    if uncached is None and reads is None and writes is None and output is None:
+        return None
+    prompt = None
+    if uncached is not None or reads is not None or writes is not None:
+        prompt = (uncached or 0) + (reads or 0) + (writes or 0)
+    return WireUsage(
+        prompt_tokens=prompt,
+        completion_tokens=output,
+        prompt_tokens_details=(
+            WirePromptDetails(cached_tokens=reads, cache_write_tokens=writes)
+            if reads is not None or writes is not None
+            else None
+        ),
+        completion_tokens_details=WireCompletionDetails(reasoning_tokens=thinking) if thinking is not None else None,
+    )
+
+
+def responses_usage(usage: ResponsesUsage) -> WireUsage:
+    """The Responses usage in OpenAI's chat shape: ``input_tokens`` (cached included) is ``prompt_tokens``."""
+    details = usage.input_tokens_details
+    out_details = usage.output_tokens_details
+    return WireUsage(
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        prompt_tokens_details=(
+            WirePromptDetails(cached_tokens=details.cached_tokens, cache_write_tokens=details.cache_write_tokens)
+            if details is not None
+            else None
+        ),
+        completion_tokens_details=(
+            WireCompletionDetails(reasoning_tokens=out_details.reasoning_tokens) if out_details is not None else None
+        ),
+    )
+
 
 
 def reads_nothing(usage: WireUsage) -> bool:

@@ -86,7 +86,7 @@ def test_no_module_docstring_draws_a_marble_of_its_own() -> None:
     package = Path(operators.__file__).parent
     drawn = [
         path.name
-        for path in sorted(package.glob("*.py"))
+        for path in sorted(package.rglob("*.py"))
         if MARBLE_LINE.search(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
     ]
 

@@ -7,9 +7,10 @@ Modelled on httpx's ``tests/test_exported_members.py`` (a face's ``__all__`` is 
   ``__qualname__`` (so pickle, ``help()`` and tracebacks name a path a user can import);
 - a class or function is exported by one face only, except that ``pipeline`` re-exports what an application meets
   (its canonical face is then a subpackage or ``operators``), ``operators.extend`` re-exports the four types an
-  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``), and a format package's face
-  (``pipeline.sanitize.messages``: a subpackage named after a wire format) holds what its parent face exports of it
-  (``MessagesRepair``, whose face is ``pipeline.sanitize``);
+  extension's signatures use (``Batch``, ``Operator``, ``Rule``, ``Signal``), ``operators`` re-exports each wire
+  format package's parser (``operators.parse_messages_sse`` is ``operators.messages.parse_messages_sse``), and a
+  pipeline format package's face (``pipeline.sanitize.messages``: a subpackage named after a wire format) holds what
+  its parent face exports of it (``MessagesRepair``, whose face is ``pipeline.sanitize``);
 - the values keep working under their public name: pickle round-trips attrs values, enums, exceptions and msgspec
   structs; ``typing.get_type_hints`` and ``help()`` resolve every class; a fresh msgspec decoder decodes a struct.
 """
@@ -47,10 +48,14 @@ def _faces() -> tuple[str, ...]:
 
 
 FACES = _faces()
-FORMAT_FACES = frozenset(name for name in FACES if name.rpartition(".")[2] in operators.FORMATS)
-"""The faces of the format packages (``pipeline.sanitize.messages``, ...): internal faces over one format's modules,
-which hold what their parent face reads of the format."""
+FORMAT_FACES = frozenset(
+    name for name in FACES if name.startswith("pipeline.") and name.rpartition(".")[2] in operators.FORMATS
+)
+"""The faces of the pipeline's format packages (``pipeline.sanitize.messages``, ...): internal faces over one format's
+modules, which hold what their parent face reads of the format (``operators.messages`` is a canonical face instead)."""
 EXTEND_TYPES = frozenset({"Batch", "Operator", "Rule", "Signal"})  # operators' types, re-exported by extend
+FORMAT_PACKAGES = frozenset({"operators.messages", "operators.responses"})  # one per wire format but chat
+FORMAT_PARSERS = frozenset({"parse_messages_sse", "parse_responses_sse"})  # their parsers, re-exported by operators
 LIBRARY = frozenset({"operators", "pipeline"})  # operators.wire.DecodeError is msgspec's own
 NOT_MEMBERS = frozenset({"annotations", "TYPE_CHECKING"})  # from __future__ / typing, in the lazily importing faces
 
@@ -81,9 +86,9 @@ def classes_and_functions() -> list[tuple[str, str, object]]:
 
 def test_the_faces_are_the_documented_ones() -> None:
     assert set(FACES) == {
-        "operators", "operators.wire", "operators.extend", "pipeline", "pipeline.agent", "pipeline.cli",
-        "pipeline.client", "pipeline.compose", "pipeline.emulator", "pipeline.formats", "pipeline.proxy",
-        "pipeline.sanitize", "pipeline.session",
+        "operators", "operators.wire", "operators.extend", "operators.messages", "operators.responses",
+        "pipeline", "pipeline.agent", "pipeline.cli", "pipeline.client", "pipeline.compose", "pipeline.emulator",
+        "pipeline.formats", "pipeline.proxy", "pipeline.sanitize", "pipeline.session",
         "pipeline.emulator.messages", "pipeline.emulator.responses", "pipeline.formats.messages",
         "pipeline.formats.responses", "pipeline.sanitize.messages", "pipeline.sanitize.responses",
     }
@@ -121,6 +126,8 @@ def test_each_class_and_function_has_one_face() -> None:
     for face_name, name, value in classes_and_functions():
         canonical = getattr(value, "__module__")  # noqa: B009 (the value is a class or a function)
         others = faces_of[id(value)] - {canonical, "pipeline"} - format_faces_of(canonical)
+        if canonical in FORMAT_PACKAGES and name in FORMAT_PARSERS:
+            others -= {"operators"}  # the parser of a wire format, re-exported where it always was
         assert not others, f"{canonical}.{name} is also exported by {sorted(others)}"
         if face_name == "pipeline":
             assert canonical != "pipeline", f"pipeline.{name} is a re-export: its face is a subpackage or operators"
@@ -130,10 +137,11 @@ def test_no_name_is_in_two_faces_but_pipeline_and_the_extension_types() -> None:
     for first, second in itertools.combinations([name for name in FACES if name != "pipeline"], 2):
         shared = set(face(first).__all__) & set(face(second).__all__)
         allowed = EXTEND_TYPES if {first, second} == {"operators", "operators.extend"} else frozenset()
+        if first == "operators" and second in FORMAT_PACKAGES:
+            allowed = FORMAT_PARSERS
         for parent, package in ((first, second), (second, first)):
             if package in format_faces_of(parent):
                 allowed = frozenset(face(package).__all__)  # what the parent face exports of its format package
-
         assert shared <= allowed, f"{first} and {second} both export {sorted(shared - allowed)}"
 
 

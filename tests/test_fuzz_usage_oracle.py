@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import operators._messages_stage as parse_messages
+import operators.messages._stage as parse_messages
 from operators import Chunk, Finish, FinishReason, Limits, Usage, UsageChunk
 from scripts import fuzz, fuzz_reference
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators import BlockEnd, Chunk, Finish, ReasoningBlock, ToolCallBlock, chunk_from_dict
-from operators._parse_messages import parse_messages_sse
+from operators.messages import parse_messages_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
 FIXTURES = MESSAGES_STREAMS

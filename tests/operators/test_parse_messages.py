@@ -20,8 +20,8 @@ from operators import (
     Usage,
     UsageChunk,
 )
-from operators._parse_messages import parse_messages_sse
 from operators.extend import Done, Halt
+from operators.messages import parse_messages_sse
 from pipeline.compose import apply, assemble, bytes_source, protocol_rules, to_chunks
 
 Json = dict[str, Any]

@@ -13,8 +13,8 @@ import reactivex
 
 import pipeline
 from operators import Anomaly, BlockEnd, BlockStart, Chunk, Code, Finish, ReasoningBlock, Usage, UsageChunk
-from operators._parse_responses import parse_responses_sse
 from operators.extend import Batch, Done, Halt
+from operators.responses import parse_responses_sse
 from operators.wire import WireChunk
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators import Anomaly, BlockEnd, Chunk, Code, Finish, ToolCallBlock
-from operators._parse_responses import parse_responses_sse
+from operators.responses import parse_responses_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
 FIXTURES = RESPONSES_STREAMS

@@ -164,3 +164,49 @@ def test_reads_longer_than_the_framing_slice_give_the_rule_chains_chunks_also_af
         fast, general = both(cut(body, size))
         assert fast == general, size
         assert any(getattr(chunk, "kind", None) == "payload-after-done" for chunk in fast) or size == 4096
+
+
+def _runs(format: Format, kind: str) -> tuple[bytes, bytes, bytes]:
+    """A response whose first ``kind`` delta (``text`` or ``reasoning``) opens its block, then 30 more deltas of that
+    block of 10 bytes each, then the end: (the opening, the run, the end)."""
+    word = "abcdéfgh"  # 10 UTF-8 bytes, a 2-byte character among them
+    if format == "chat":
+        field = "content" if kind == "text" else "reasoning_content"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return _event(None, {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+        return (chunk({"role": "assistant", field: word}), b"".join(chunk({field: word}) for _ in range(30)),
+                chunk({}, "stop") + b"data: [DONE]\n\n")
+    if format == "messages":
+        block, delta_type, field = ("text", "text_delta", "text") if kind == "text" else (
+            "thinking", "thinking_delta", "thinking")
+        delta = _event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": delta_type, field: word}})
+        opening = (_event("message_start", {"type": "message_start", "message": {"id": "m", "usage": {}}})
+                   + _event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                    "content_block": {"type": block, field: ""}}) + delta)
+        end = (_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+               + _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+               + _event("message_stop", {"type": "message_stop"}))
+        return opening, delta * 30, end
+    event_type = "response.output_text.delta" if kind == "text" else "response.reasoning_summary_text.delta"
+    delta = _event(None, {"type": event_type, "delta": word})
+    end = _event(None, {"type": "response.completed", "response": {"status": "completed"}})
+    return _event(None, {"type": "response.created", "response": {}}) + delta, delta * 30, end
+
+
+@pytest.mark.parametrize("kind", ["text", "reasoning"])
+@pytest.mark.parametrize("format", ["chat", "messages", "responses"])
+def test_a_run_of_deltas_crossing_max_text_bytes_inside_one_read_ends_as_the_rule_chain_ends_it(
+    format: Format, kind: str
+) -> None:
+    opening, run, end = _runs(format, kind)
+    for limit in (95, 100, 175, 1000):  # crossed inside the run, at a delta's end, later, never
+        limits = Limits(max_text_bytes=limit)
+        for pieces in ([opening, run, end], [opening, run + end], [opening, *cut(run, 333), end]):
+            fast, general = both(pieces, limits, format)
+            assert fast == general, (limit, len(pieces))
+            finish = fast[-1]
+            crossed = getattr(getattr(finish, "reason", None), "failure", None)
+            assert (crossed is not None and crossed.code == "LIMIT_EXCEEDED") == (limit < 310), (limit, finish)

@@ -17,8 +17,8 @@ import pytest
 from corpus import MESSAGES_STREAMS
 
 from operators import Chunk, FinishReason, Usage
-from operators._parse_messages import parse_messages_sse
 from operators._provider_errors import classify_inband_error
+from operators.messages import parse_messages_sse
 from pipeline.compose import AssistantMessage, apply, assemble, bytes_source, protocol_rules, to_chunks
 
 FIXTURES = MESSAGES_STREAMS

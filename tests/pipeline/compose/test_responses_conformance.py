@@ -26,7 +26,7 @@ from corpus import RESPONSES_STREAMS
 
 import pipeline
 from operators import Anomaly, Chunk, Code, FinishReason, Usage
-from operators._parse_responses import parse_responses_sse
+from operators.responses import parse_responses_sse
 from pipeline.compose import apply, bytes_source, protocol_rules, to_chunks
 
 FIXTURES = RESPONSES_STREAMS

@@ -1,7 +1,7 @@
 """The Messages parsing stage: one handler per payload ``type``, the state of the open blocks and the message, the end.
 
-What ``parse_messages_sse`` (``_parse_messages.py``, where the rule is written) runs per subscription, and what the
-fast path (``_fast_formats.py``) reads its hot events past. The payload helpers are in ``_messages_events.py``.
+What ``parse_messages_sse`` (``_parse.py``, where the rule is written) runs per subscription, and what the
+fast path (``_fast.py``) reads its hot events past. The payload helpers are in ``_events.py``.
 """
 
 from __future__ import annotations
@@ -11,12 +11,17 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ._chunk_values import Failure
-from ._chunks import Anomaly
-from ._codes import Code
-from ._format_mismatch import foreign_format, format_mismatch
-from ._limits import DEFAULT_LIMITS, Limits
-from ._messages_events import (
+from .._chunk_values import Failure
+from .._chunks import Anomaly
+from .._codes import Code
+from .._format_mismatch import foreign_format, format_mismatch
+from .._limits import DEFAULT_LIMITS, Limits
+from .._provider_errors import classify_inband_error
+from .._signals import Done, Halt, ReasoningEnd, Signal
+from .._sse_framing import SseFraming, quote
+from .._usage_keys import messages_usage as wire_usage
+from .._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, wire_chunk
+from ._events import (
     FINISH_REASONS,
     Block,
     Malformed,
@@ -27,14 +32,9 @@ from ._messages_events import (
     merge_into,
     object_at,
     server_tool_name,
-    wire_usage,
 )
-from ._provider_errors import classify_inband_error
-from ._signals import Done, Halt, ReasoningEnd, Signal
-from ._sse_framing import SseFraming, quote
-from ._wire import WireChoice, WireChunk, WireDelta, WireFunction, WireToolCall, wire_chunk
 
-__all__ = ["_ParseMessages", "messages_stage"]
+__all__ = ["_ParseMessages"]
 
 _decode = msgspec.json.Decoder().decode
 _Handler = Callable[["_ParseMessages", dict[str, Any], list[Signal]], None]
@@ -288,8 +288,3 @@ class _ParseMessages(SseFraming):
         "message_stop": _message_stop,
         "ping": _ping,
     }
-
-
-def messages_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
-    """A fresh Messages parsing stage (what ``parse_messages_sse`` runs per subscription)."""
-    return _ParseMessages(limits, comments=comments)

@@ -14,15 +14,13 @@ from typing import Any
 
 import msgspec
 
-from ._wire import (
+from .._usage_keys import ResponsesUsage
+from .._wire import (
     UNSET,
     WireChunk,
-    WireCompletionDetails,
     WireDelta,
     WireFunction,
-    WirePromptDetails,
     WireToolCall,
-    WireUsage,
     wire_chunk,
 )
 
@@ -39,28 +37,7 @@ __all__ = [
     "failed_error",
     "non_empty",
     "tool_chunk",
-    "wire_usage",
 ]
-
-Number = int | float
-
-
-class InputDetails(msgspec.Struct):
-    cached_tokens: Number | None = None
-    cache_write_tokens: Number | None = None
-
-
-class OutputDetails(msgspec.Struct):
-    reasoning_tokens: Number | None = None
-
-
-class ResponsesUsage(msgspec.Struct):
-    input_tokens: Number | None = None
-    output_tokens: Number | None = None
-    total_tokens: Number | None = None
-    input_tokens_details: InputDetails | None = None
-    output_tokens_details: OutputDetails | None = None
-
 
 class IncompleteDetails(msgspec.Struct):
     reason: str | None = None
@@ -125,25 +102,6 @@ def decode_event(payload: bytes) -> ResponsesEvent:
         return _decoder.decode(payload)
     except RecursionError:
         raise msgspec.DecodeError("malformed: JSON nested deeper than the decoder allows") from None
-
-
-def wire_usage(usage: ResponsesUsage) -> WireUsage:
-    """The Responses usage in OpenAI's chat shape: ``input_tokens`` (cached included) is ``prompt_tokens``."""
-    details = usage.input_tokens_details
-    out_details = usage.output_tokens_details
-    return WireUsage(
-        prompt_tokens=usage.input_tokens,
-        completion_tokens=usage.output_tokens,
-        total_tokens=usage.total_tokens,
-        prompt_tokens_details=(
-            WirePromptDetails(cached_tokens=details.cached_tokens, cache_write_tokens=details.cache_write_tokens)
-            if details is not None
-            else None
-        ),
-        completion_tokens_details=(
-            WireCompletionDetails(reasoning_tokens=out_details.reasoning_tokens) if out_details is not None else None
-        ),
-    )
 
 
 def error_object(event: ResponsesEvent) -> Any:
@@ -247,3 +205,9 @@ class Call:
         self.deltas = 0
         self.arguments: list[str] = []
         self.whole_sent = False
+
+    def add_delta(self, delta: str) -> None:
+        """An arguments delta after the first (the first replaces arguments given whole: ``_arguments_delta``); the
+        rule path and the fast path add through it."""
+        self.deltas += 1
+        self.arguments.append(delta)

@@ -1,18 +1,22 @@
 """The Responses parsing stage: one handler per event ``type``, the state of the output items and calls, the end.
 
-What ``parse_responses_sse`` (``_parse_responses.py``, where the rule is written) runs per subscription, and what
-the fast path (``_fast_formats.py``) reads its hot events past. The typed events are in ``_responses_events.py``.
+What ``parse_responses_sse`` (``_parse.py``, where the rule is written) runs per subscription, and what
+the fast path (``_fast.py``) reads its hot events past. The typed events are in ``_events.py``.
 """
 
 from __future__ import annotations
 
-from ._chunk_values import Failure
-from ._chunks import Anomaly
-from ._codes import Code
-from ._format_mismatch import foreign_format, format_mismatch
-from ._limits import DEFAULT_LIMITS, Limits
-from ._provider_errors import classify_inband_error
-from ._responses_events import (
+from .._chunk_values import Failure
+from .._chunks import Anomaly
+from .._codes import Code
+from .._format_mismatch import foreign_format, format_mismatch
+from .._limits import DEFAULT_LIMITS, Limits
+from .._provider_errors import classify_inband_error
+from .._signals import Done, Halt, ReasoningEnd, Signal
+from .._sse_framing import SseFraming, quote
+from .._usage_keys import responses_usage as wire_usage
+from .._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta, wire_chunk
+from ._events import (
     IGNORED_EVENTS,
     READ_EVENTS,
     SERVER_TOOL_EVENT_PREFIXES,
@@ -27,13 +31,9 @@ from ._responses_events import (
     failed_error,
     non_empty,
     tool_chunk,
-    wire_usage,
 )
-from ._signals import Done, Halt, ReasoningEnd, Signal
-from ._sse_framing import SseFraming, quote
-from ._wire import UNSET, DecodeError, WireChoice, WireChunk, WireDelta, wire_chunk
 
-__all__ = ["_ParseResponses", "responses_stage"]
+__all__ = ["_ParseResponses"]
 
 _DONE = b"[DONE]"
 _OWN_ITEMS = frozenset({"message", "reasoning", "function_call"})
@@ -221,8 +221,7 @@ class _ParseResponses(SseFraming):
             call = self.calls[index] = Call()
         if not call.deltas:
             call.arguments = []
-        call.deltas += 1
-        call.arguments.append(event.delta)
+        call.add_delta(event.delta)
         out.append(tool_chunk(index, arguments=event.delta))
 
     def _whole_arguments(self, index: int, arguments: object, out: list[Signal]) -> None:
@@ -287,8 +286,3 @@ class _ParseResponses(SseFraming):
 
     def _closed(self, out: list[Signal], why: str) -> None:
         self._halt(Failure(Code.STREAM_CLOSED, f"Responses stream ended before its terminal event{why}"), out)
-
-
-def responses_stage(limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> SseFraming:
-    """A fresh Responses parsing stage (what ``parse_responses_sse`` runs per subscription)."""
-    return _ParseResponses(limits, comments=comments)

@@ -38,12 +38,14 @@ the factories' docstrings).
 
 from __future__ import annotations
 
-from ._limits import DEFAULT_LIMITS, Limits
-from ._responses_stage import responses_stage
-from ._signals import Signal
-from ._stage import Batch, Operator, stage_operator
+from .._limits import DEFAULT_LIMITS, Limits
+from .._signals import Signal
+from .._stage import Batch, Operator, stage_operator
+from .._wire_parser import WireParser
+from ._fast import responses_read
+from ._stage import _ParseResponses
 
-__all__ = ["parse_responses_sse"]
+__all__ = ["RESPONSES_PARSER", "parse_responses_sse"]
 
 
 def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
@@ -71,4 +73,15 @@ def parse_responses_sse(limits: Limits | None = None, *, comments: bool = False)
     docs/decisions/0043-done-terminates-and-usage-first.md, docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: responses_stage(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseResponses(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
+
+
+RESPONSES_PARSER = WireParser(
+    "responses",
+    _ParseResponses,
+    owns_type=lambda kind: kind.startswith(b"response."),
+    owns_error=lambda error: not isinstance(error, dict),  # the Responses error event is flat
+    hot_read=responses_read,
+)
+"""The Responses format in the registry (``operators/_parse_format.py``): its name, detection, parser and fast
+path."""

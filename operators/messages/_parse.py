@@ -17,7 +17,7 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
   anomaly with its length, never its content). Server-side tools (``server_tool_use``, ``mcp_tool_use``,
   ``*_tool_result``) are ``server-tool`` anomalies, never tool calls; other blocks (``compaction``, ``fallback``)
   and unknown deltas/events are anomalies.
-- ``message_delta`` gives the stop reason (``_messages_events.FINISH_REASONS``) and usage, merged field by field
+- ``message_delta`` gives the stop reason (``_events.FINISH_REASONS``) and usage, merged field by field
   with ``message_start``'s. At ``message_stop``: one ``WireChunk`` with the finish reason and the merged usage, then
   ``Done``. A block still open there (``max_tokens`` cutting a tool block) is an ``unterminated-block`` anomaly.
 - ``error`` (an event named so, or a payload of type ``error``) gives the usage known so far, then ``Halt`` with the
@@ -43,12 +43,26 @@ the factories' docstrings).
 
 from __future__ import annotations
 
-from ._limits import DEFAULT_LIMITS, Limits
-from ._messages_stage import messages_stage
-from ._signals import Signal
-from ._stage import Batch, Operator, stage_operator
+from .._limits import DEFAULT_LIMITS, Limits
+from .._signals import Signal
+from .._stage import Batch, Operator, stage_operator
+from .._wire_parser import WireParser
+from ._fast import messages_read
+from ._stage import _ParseMessages
 
-__all__ = ["parse_messages_sse"]
+__all__ = ["MESSAGES_PARSER", "parse_messages_sse"]
+
+_TYPES = frozenset(
+    {
+        b"message_start",
+        b"message_delta",
+        b"message_stop",
+        b"content_block_start",
+        b"content_block_delta",
+        b"content_block_stop",
+        b"ping",
+    }
+)
 
 
 def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) -> Operator[bytes, Batch[Signal]]:
@@ -79,4 +93,14 @@ def parse_messages_sse(limits: Limits | None = None, *, comments: bool = False) 
     docs/decisions/0045-items-and-streams-not-retried.md.
     """
     chosen = DEFAULT_LIMITS if limits is None else limits
-    return stage_operator(lambda: messages_stage(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
+    return stage_operator(lambda: _ParseMessages(chosen, comments=comments), accepts=(bytes, bytearray, memoryview))
+
+
+MESSAGES_PARSER = WireParser(
+    "messages",
+    _ParseMessages,
+    owns_type=_TYPES.__contains__,  # its event names: message_start, content_block_delta, ...
+    owns_error=lambda error: isinstance(error, dict),  # Messages nests the error object; the Responses one is flat
+    hot_read=messages_read,
+)
+"""The Messages format in the registry (``operators/_parse_format.py``): its name, detection, parser and fast path."""

@@ -16,17 +16,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._chunks import Anomaly
-from ._exceptions import LlmStreamError
-from ._signals import Signal
-from ._usage import is_count
-from ._wire import (
+from .._chunks import Anomaly
+from .._exceptions import LlmStreamError
+from .._signals import Signal
+from .._usage import is_count
+from .._wire import (
     UNSET,
-    WireCompletionDetails,
     WireFunction,
-    WirePromptDetails,
     WireToolCall,
-    WireUsage,
 )
 
 __all__ = [
@@ -41,7 +38,6 @@ __all__ = [
     "object_at",
     "server_tool_name",
     "string_at",
-    "wire_usage",
 ]
 
 FINISH_REASONS: dict[str, str] = {
@@ -90,36 +86,6 @@ def merge_into(merged: dict[str, Any], usage: object) -> bool:
             continue  # a string, a list, a negative or fractional count: never erases a valid one
         merged[key] = value
     return True
-
-
-def _number(value: object) -> int | float | None:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def wire_usage(merged: dict[str, Any]) -> WireUsage | None:
-    """The merged Messages usage in OpenAI's shape (``None`` when no count is known). A count that is not a number
-    counts as absent; a negative or absurd one is left to the normalisation, which drops it (``invalid-usage``)."""
-    uncached = _number(merged.get("input_tokens"))
-    reads = _number(merged.get("cache_read_input_tokens"))
-    writes = _number(merged.get("cache_creation_input_tokens"))
-    output = _number(merged.get("output_tokens"))
-    details = merged.get("output_tokens_details")
-    thinking = _number(details.get("thinking_tokens")) if isinstance(details, dict) else None
-    if uncached is None and reads is None and writes is None and output is None:
-        return None
-    prompt = None
-    if uncached is not None or reads is not None or writes is not None:
-        prompt = (uncached or 0) + (reads or 0) + (writes or 0)
-    return WireUsage(
-        prompt_tokens=prompt,
-        completion_tokens=output,
-        prompt_tokens_details=(
-            WirePromptDetails(cached_tokens=reads, cache_write_tokens=writes)
-            if reads is not None or writes is not None
-            else None
-        ),
-        completion_tokens_details=WireCompletionDetails(reasoning_tokens=thinking) if thinking is not None else None,
-    )
 
 
 class Malformed(LlmStreamError):
