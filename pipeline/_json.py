@@ -12,7 +12,8 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from operators.wire import MAX_SAFE_INTEGER, is_json_number
 
-__all__ = ["MAX_SAFE_INTEGER", "SupportsToDict", "clip", "dumps", "is_json_number", "json_default", "loads"]
+__all__ = ["MAX_SAFE_INTEGER", "SupportsToDict", "clip", "depth_over", "dumps", "is_json_number", "json_default",
+           "loads"]
 
 
 @runtime_checkable
@@ -48,6 +49,24 @@ def loads(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     return json.loads(text, parse_constant=_reject_constant)
+
+
+def depth_over(value: object, limit: int) -> bool:
+    """Whether ``value`` (dicts, mappings, lists and tuples of scalars) nests deeper than ``limit`` containers, found
+    without recursion, so a value too deep to encode, decode or validate is named before anything recurses into it."""
+    level: list[tuple[object, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        level.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
+    return False
 
 
 def clip(text: str, limit: int) -> str:

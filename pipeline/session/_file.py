@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from .._json import dumps, loads
+from .._json import depth_over, dumps, loads
 from ._errors import (
     SessionCorruptionError,
     SessionError,
@@ -32,25 +32,9 @@ from ._lock import CLOEXEC, NOFOLLOW, open_regular, os_error
 from ._rules import SessionState, adopt_event
 from ._shape import seq_of
 
-__all__ = [
-    "FILE_MODE",
-    "Line",
-    "Loaded",
-    "LogWriter",
-    "append_file",
-    "encode_line",
-    "fsync_directory",
-    "is_event_line",
-    "lines_bytes",
-    "load_bytes",
-    "parse_line",
-    "read_bytes",
-    "refuse_foreign",
-    "replace_file",
-    "split_lines",
-    "subject",
-    "warn_torn",
-]
+__all__ = ["FILE_MODE", "Line", "Loaded", "LogWriter", "append_file", "encode_line", "fsync_directory", "is_event_line",
+           "lines_bytes", "load_bytes", "parse_line", "read_bytes", "refuse_foreign", "replace_file", "split_lines",
+           "subject", "warn_torn"]
 
 FILE_MODE: Final = 0o600
 
@@ -67,17 +51,27 @@ class Line:
 
 def encode_line(seq: int, event_type: object, data: object) -> bytes:
     """A plain envelope as one compact line. Raises ``ValueError`` / ``TypeError`` for what JSON (or UTF-8) cannot
-    hold."""
+    hold, and ``ValueError`` for data nested deeper than ``MAX_DEPTH`` (it could not be read back)."""
+    if depth_over(data, MAX_DEPTH - 1):
+        raise ValueError(_TOO_DEEP)
     envelope = {"v": FORMAT_VERSION, "seq": seq, "type": event_type, "data": data}
     return dumps(envelope).encode("utf-8") + b"\n"
 
 
 def parse_line(raw: bytes) -> Any:
-    """One line's JSON value. Raises ``ValueError`` (bad UTF-8, bad JSON, NaN or Infinity, nesting too deep)."""
+    """One line's JSON value. Raises ``ValueError`` (bad UTF-8, bad JSON, NaN or Infinity, nesting deeper than
+    ``MAX_DEPTH``)."""
     try:
-        return loads(raw)
+        value = loads(raw)
     except RecursionError:
-        raise ValueError("nested too deep to parse") from None
+        raise ValueError(_TOO_DEEP) from None
+    if depth_over(value, MAX_DEPTH):
+        raise ValueError(_TOO_DEEP)
+    return value
+
+
+MAX_DEPTH = 100  # a line's nesting (the envelope is one level): refused on write, corruption on read (decision 0011)
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 
 
 def split_lines(raw: bytes) -> tuple[list[Line], Line | None]:

@@ -159,9 +159,9 @@ def test_a_read_only_file_is_a_session_error_and_left_unchanged(log: Path) -> No
 def test_a_line_nested_too_deep_is_a_session_error(log: Path) -> None:
     with open(log, "ab") as file:
         file.write(DEEP + b"\n" + line_of(9, user(id="u2")).encode())
-    with pytest.raises(SessionCorruptionError, match="line 9 is not JSON \\(nested too deep to parse\\)"):
+    with pytest.raises(SessionCorruptionError, match="line 9 is not JSON \\(nested deeper than 100 levels\\)"):
         Session.open(log, fsync=False)
-    assert any("nested too deep" in problem for problem in check(log))
+    assert any("nested deeper than 100 levels" in problem for problem in check(log))
 
 
 @pytest.mark.parametrize("kind", ["directory", "read-only", "deep", "public key"])
