@@ -79,6 +79,7 @@ def test_a_block_that_does_not_run_is_output_or_marked_as_a_fragment(block: Bloc
     )
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.name)
 def test_a_python_block_runs(
     block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -106,6 +106,7 @@ def _measure(call: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("anomalies", [False, True], ids=["plain", "anomalies"])
 def test_one_16_mib_read_of_comment_lines_ends_within_2_5_s_and_300_mib(anomalies: bool) -> None:
     result = _measure(f"collect(reactivex.just(data), anomalies={anomalies})")

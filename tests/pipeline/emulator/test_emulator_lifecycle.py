@@ -14,6 +14,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from pipeline.emulator import Emulator, EmulatorConfig, create_app
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 @pytest.fixture(scope="module")
 def emulator_config() -> EmulatorConfig:

@@ -15,6 +15,8 @@ from gateway import Gateway, http_json, sse
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 BASE = {"id": "chatcmpl-keep", "object": "chat.completion.chunk", "created": 1727346170, "model": "gpt-4o-2024-08-06"}
 
 
