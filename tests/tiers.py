@@ -63,7 +63,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.server)
     if not config.getoption("fast"):
         return
-    kept, left_out = [], []
+    kept: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
     for item in items:
         out = any(item.get_closest_marker(name) for name in OUT_OF_THE_FAST_LOOP)
         (left_out if out else kept).append(item)
