@@ -22,6 +22,8 @@ from leaky_gateway import LeakyGateway
 
 from pipeline.emulator import EmulatorConfig
 
+pytest_plugins = ["tiers"]  # the markers and --fast (the contributor's loop): tests/tiers.py
+
 
 @pytest.fixture(scope="module")
 def emulator_config() -> EmulatorConfig:

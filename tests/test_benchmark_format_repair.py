@@ -3,7 +3,11 @@ hot path, not an error ending)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import format_repair
+
+pytestmark = pytest.mark.slow  # tests/tiers.py
 
 
 def test_the_repair_benchmark_measures_both_formats() -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import formats
+
+pytestmark = pytest.mark.slow  # tests/tiers.py
 
 
 def test_each_generated_format_stream_assembles_to_the_same_response() -> None:

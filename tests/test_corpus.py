@@ -95,6 +95,7 @@ def test_the_corpus_keeps_its_readmes() -> None:
     assert (ROOT / "tests" / "corpus" / "README.md").is_file()
 
 
+@pytest.mark.server  # runs git
 def test_git_stores_the_corpus_bytes_unconverted() -> None:
     git = shutil.which("git")
     if git is None or not (ROOT / ".git").exists():

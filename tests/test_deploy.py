@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml  # type: ignore[import-untyped]
 
 from pipeline.cli._main import build_parser
@@ -32,6 +33,7 @@ def _config_of(args: list[str], env: dict[str, str]) -> ProxyConfig:
     return ProxyConfig.from_env(env, **flags)
 
 
+@pytest.mark.server
 def test_the_probes_and_the_scrape_target_are_paths_and_the_port_the_proxy_serves() -> None:
     docs = _documents()
     container = _container()

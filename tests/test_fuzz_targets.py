@@ -27,6 +27,7 @@ def test_the_seed_corpus_is_read_in_place_from_the_in_repo_corpus() -> None:
     assert all(path.suffix == ".sse" and path.is_relative_to(fuzz.FIXTURES) for path in seeds)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(fuzz.TARGETS))
 def test_every_seed_keeps_the_oracle(target: str) -> None:
     assert fuzz.seed_inputs(target)
@@ -140,6 +141,7 @@ def test_the_oracle_refuses_a_usage_that_lost_its_valid_prompt_count_to_a_later_
     fuzz.check_translate(data, "chat")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["messages", "responses"])
 def test_the_format_targets_run_bounded(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = fuzz.main(["--target", target, "--seconds", "1", "--no-atheris", "--artifacts", str(tmp_path)])

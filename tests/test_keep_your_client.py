@@ -37,6 +37,7 @@ def test_the_page_shows_every_client() -> None:
     assert "keep-your-client.md" in README_SECTION
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[f"snippet-{n}" for n in range(len(SNIPPETS))])
 def test_each_snippet_runs(snippet: str, capsys: pytest.CaptureFixture[str]) -> None:
     with Emulator() as emulator:
@@ -47,6 +48,7 @@ def test_each_snippet_runs(snippet: str, capsys: pytest.CaptureFixture[str]) -> 
     assert "False" not in printed
 
 
+@pytest.mark.server
 def test_the_snippets_pass_mypy_strict(tmp_path: Path) -> None:
     files = []
     for n, snippet in enumerate([*SNIPPETS, *README_SNIPPETS]):
@@ -80,6 +82,7 @@ async def _langchain(base_url: str, profile: str, transport: bool) -> Any:
     return [(c["name"], c["args"], bool(c["id"])) for c in message.tool_calls], message.content
 
 
+@pytest.mark.server
 def test_what_the_transport_adds_over_plain_langchain_openai() -> None:
     async def compare(base_url: str) -> None:
         for profile in ("seed-bug", "ollama-parallel", "late-id", "no-done"):  # plain langchain-openai is right

@@ -74,6 +74,7 @@ def test_get_logger_names_a_child_of_llm_stream() -> None:
     assert logger.parent is logging.getLogger("llm_stream")
 
 
+@pytest.mark.server
 def test_without_llm_stream_log_the_library_adds_only_a_null_handler_and_prints_nothing() -> None:
     done = run_python(
         "import logging, pipeline\n"
@@ -84,6 +85,7 @@ def test_without_llm_stream_log_the_library_adds_only_a_null_handler_and_prints_
     assert done.stderr == ""
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("value", "shown", "hidden"), [("debug", "DEBUG", None), ("INFO", "INFO", "DEBUG"),
                                                         ("warning", "WARNING", "INFO")])
 def test_llm_stream_log_adds_one_stderr_handler_at_its_level(value: str, shown: str, hidden: str | None) -> None:

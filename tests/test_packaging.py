@@ -26,6 +26,8 @@ import pytest
 
 import pipeline
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 ROOT = Path(__file__).parents[1]
 BUILD_REQUIREMENT = (77, 0)
 

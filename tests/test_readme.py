@@ -1,4 +1,4 @@
-"""Every code block of README.md and of docs/ runs as written, or is marked as a fragment (docs/writing-docs.md).
+"""Every code block of README.md, CONTRIBUTING.md and docs/ runs as written, or is a fragment (docs/writing-docs.md).
 
 - ```` ```python ```` blocks run, each in a fresh namespace, in a temporary folder (a snippet that writes a session
   file writes it there). A snippet naming ``http://127.0.0.1:8808`` (the address of ``llm-stream emulate``, with or
@@ -23,7 +23,7 @@ from pipeline.emulator import Emulator
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LIVE_URL = "http://127.0.0.1:8808"
 FENCE = re.compile(r"^```([\w-]*)\s*$")
 FRAGMENT = re.compile(r"^<!-- fragment(?::[^>]*)? -->$")
@@ -79,6 +79,7 @@ def test_a_block_that_does_not_run_is_output_or_marked_as_a_fragment(block: Bloc
     )
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.name)
 def test_a_python_block_runs(
     block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -146,6 +146,7 @@ def _operator(text: str) -> Any:
     return eval(text, {**helpers, "ops": ops, "map_items": map_items, "filter_items": filter_items})
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("operator", "verdict"), CASES, ids=[case for case, _ in CASES])
 def test_an_ordinary_operator_between_rules_works_or_is_refused_by_the_type_checker(
     operator: str, verdict: str, refused: dict[int, list[str]]

@@ -226,6 +226,7 @@ arguments = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=tool_names, arguments=arguments)
 def test_call_never_raises_for_any_name_and_any_arguments(name: object, arguments: object) -> None:

@@ -70,6 +70,7 @@ def schema_server() -> Iterator[tuple[str, list[str]]]:
         thread.join()
 
 
+@pytest.mark.server
 def test_a_remote_ref_is_refused_and_never_fetched(schema_server: tuple[str, list[str]]) -> None:
     url, requested = schema_server
 

@@ -146,6 +146,7 @@ _HUNG_SYNC_TOOL = textwrap.dedent(
 )
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("timeout", "printed"), [(None, "cancelled"), (0.3, "timed out after 0.3 s")])
 def test_cancelling_a_turn_does_not_wait_for_a_sync_tool_stuck_in_its_thread(
     timeout: float | None, printed: str

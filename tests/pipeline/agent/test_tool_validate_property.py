@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     return {**root, "$defs": defs}
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=documents(), value=json_values)
 def test_validate_accepts_exactly_what_the_reference_validator_accepts(schema: dict[str, Any], value: Any) -> None:

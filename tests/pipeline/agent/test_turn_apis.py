@@ -32,6 +32,8 @@ from operators import RetryPolicy
 from operators._parse_sse import chat_stage
 from pipeline import ChatClient, Session, ToolRegistry, run_turn_to_end
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 FAST = RetryPolicy.normal(initial_delay_ms=1, max_delay_ms=5)
 
 

@@ -11,6 +11,8 @@ import pytest
 from pipeline import ChatClient, Session, ToolRegistry, run_turn
 from pipeline.emulator import Emulator
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 @pytest.mark.parametrize("api", ["messages", "responses"])
 async def test_a_tool_turn_completes_on_each_format_and_the_log_loads(tmp_path: Path, api: str) -> None:

@@ -10,11 +10,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from operators import RetryPolicy
 from pipeline import ChatClient, Session, ToolRegistry, TurnEvent, run_turn_to_end
+
+pytestmark = pytest.mark.server  # tests/tiers.py
 
 LIMIT = 10.0
 FAST = RetryPolicy.normal(initial_delay_ms=1, max_delay_ms=5)

@@ -12,6 +12,8 @@ import pytest
 from operators import RetryPolicy
 from pipeline import ChatClient, Session, ToolRegistry, run_turn_to_end
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 def _sse(*payloads: object) -> bytes:
     body = b"".join(b"data: " + (p if isinstance(p, bytes) else json.dumps(p).encode()) + b"\n\n" for p in payloads)

@@ -237,6 +237,7 @@ def test_session_check_of_a_torn_last_line_exits_1_naming_the_line_as_repairable
     assert "ok, loadable" in capsys.readouterr().out
 
 
+@pytest.mark.server
 def test_replay_in_a_real_subprocess() -> None:
     script = Path(sys.executable).parent / "llm-stream"
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "pipeline.cli"]
@@ -353,6 +354,7 @@ def test_chat_with_a_negative_max_retries_exits_2(capsys: pytest.CaptureFixture[
 # --------------------------------------------------------------------------------------------------- demo
 
 
+@pytest.mark.server
 def test_demo_runs_and_shows_the_naive_assembler_and_a_retry(capsys: pytest.CaptureFixture[str]) -> None:
     started = time.monotonic()
 

@@ -134,6 +134,7 @@ def test_a_bad_base_url_from_the_environment_names_the_variable(
     assert "OPENAI_BASE_URL must be an http(s) URL" in capsys.readouterr().err
 
 
+@pytest.mark.server
 def test_emulate_on_a_busy_port_is_one_line_and_exit_2(busy_port: int) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "emulate", "--port", str(busy_port)],
@@ -340,6 +341,7 @@ def wait_until_read(pipe: int, *, within: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.server
 def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_130() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "replay", "-", "--assembled"],

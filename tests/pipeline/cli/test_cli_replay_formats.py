@@ -60,6 +60,7 @@ def test_replay_refuses_an_unknown_format_in_one_line(capsys: pytest.CaptureFixt
     assert "invalid choice" in capsys.readouterr().err
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("api", ["messages", "responses"])
 def test_chat_api_speaks_each_format_to_the_emulator(capsys: pytest.CaptureFixture[str], api: str) -> None:
     from pipeline.emulator import Emulator

@@ -102,6 +102,7 @@ async def sent_request(api: str, *, headers: dict[str, str] | None = None, api_k
         return server.requests[0]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("api", APIS)
 async def test_each_api_posts_its_body_to_its_path(api: str) -> None:
     request = await sent_request(api)
@@ -110,6 +111,7 @@ async def test_each_api_posts_its_body_to_its_path(api: str) -> None:
     assert request.headers["authorization"] == f"Bearer {KEY}"
 
 
+@pytest.mark.server
 async def test_messages_api_sends_x_api_key_and_anthropic_version_besides_authorization() -> None:
     request = await sent_request("messages")
     assert request.headers["x-api-key"] == KEY
@@ -117,6 +119,7 @@ async def test_messages_api_sends_x_api_key_and_anthropic_version_besides_author
     assert request.headers["authorization"] == f"Bearer {KEY}"
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_other_apis_send_no_anthropic_headers(api: str) -> None:
     request = await sent_request(api)
@@ -124,11 +127,13 @@ async def test_other_apis_send_no_anthropic_headers(api: str) -> None:
     assert "anthropic-version" not in request.headers
 
 
+@pytest.mark.server
 async def test_messages_api_keeps_an_anthropic_version_the_caller_gives() -> None:
     request = await sent_request("messages", headers={"Anthropic-Version": "2024-01-01"})
     assert request.headers["anthropic-version"] == "2024-01-01"
 
 
+@pytest.mark.server
 async def test_messages_api_without_a_key_sends_the_version_but_no_key() -> None:
     request = await sent_request("messages", api_key=None)
     assert request.headers["anthropic-version"] == ANTHROPIC_VERSION
@@ -169,6 +174,7 @@ def test_request_body_takes_the_system_prompt_and_extra_keys_in_the_api_shape() 
     assert (body["system"], body["max_tokens"], body["metadata"]) == ("Be brief.", 9, {"user_id": "u1"})
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(
     "api",
     [

@@ -112,6 +112,7 @@ def recorder() -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
         server.server_close()
 
 
+@pytest.mark.server
 async def test_a_client_from_the_openai_variables_sends_openai_api_key_to_openai_base_url(
     recorder: tuple[str, list[tuple[str, str | None]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,6 +127,7 @@ async def test_a_client_from_the_openai_variables_sends_openai_api_key_to_openai
     assert seen == [("/v1/chat/completions", "Bearer sk-from-the-openai-variable")]
 
 
+@pytest.mark.server
 async def test_a_loopback_client_sends_no_openai_api_key_when_openai_base_url_is_elsewhere(
     recorder: tuple[str, list[tuple[str, str | None]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,8 @@ import pytest
 import pipeline
 from operators import Chunk, Code, Finish, Retry, RetryPolicy
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 CLEAN_SSE = (
     b'data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,'
     b'"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}\n\n'

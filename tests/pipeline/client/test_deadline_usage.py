@@ -6,10 +6,13 @@ import asyncio
 import contextlib
 import json
 
+import pytest
 from transport_helpers import MESSAGES
 
 from operators import Code, Finish, TextDelta, UsageChunk
 from pipeline.client import ChatClient
+
+pytestmark = pytest.mark.server  # tests/tiers.py
 
 _HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 

@@ -17,6 +17,8 @@ from transport_helpers import MESSAGES, SECRET, collect, last_finish
 from operators import Code
 from pipeline.client import ChatClient
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 async def _failure_of(mode: str, **kwargs: float) -> tuple[str, str, float]:
     async with HostileServer(mode) as server:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import time
 import tracemalloc
 
+import pytest
 from hostile_server import HostileServer
 from transport_helpers import collect, last_finish
 
 from operators import Code, Limits
+
+pytestmark = pytest.mark.server  # tests/tiers.py
 
 
 async def test_an_endless_500_body_ends_with_limit_exceeded() -> None:

@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from request_recorder import chat_text, recorder
 
 from pipeline.client import ChatClient
+
+pytestmark = pytest.mark.server  # tests/tiers.py
 
 _SCRIPT = """
 import asyncio, json, sys, time

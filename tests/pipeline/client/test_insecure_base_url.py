@@ -53,6 +53,7 @@ async def test_the_client_chat_client_makes_verifies_certificates() -> None:
     assert context.check_hostname is True
 
 
+@pytest.mark.server
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 async def test_a_self_signed_certificate_on_loopback_is_refused(tmp_path: Path) -> None:
     """TLS verification stays on: a loopback https server with a self-signed certificate is a TRANSPORT failure."""

@@ -21,6 +21,7 @@ def split(data: bytes, size: int) -> list[bytes]:
     return [data[start : start + size] for start in range(0, len(data), size)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [len(TEXT + DEEP + DONE), len(TEXT) + 10, 4096, 7])
 def test_a_payload_that_fails_to_decode_keeps_what_the_same_read_decoded_before_it(size: int) -> None:
     chunks = pipeline.collect(split(TEXT + DEEP + DONE, size))

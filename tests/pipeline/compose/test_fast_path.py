@@ -44,6 +44,7 @@ def test_every_shared_stream_is_read() -> None:
     assert len(STREAMS) >= 244
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", STREAMS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_the_fast_path_gives_the_rule_chains_chunks_on_every_shared_stream_at_every_read_size(path: Path) -> None:
     data = path.read_bytes()

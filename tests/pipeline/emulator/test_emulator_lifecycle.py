@@ -14,6 +14,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from pipeline.emulator import Emulator, EmulatorConfig, create_app
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 @pytest.fixture(scope="module")
 def emulator_config() -> EmulatorConfig:
@@ -51,7 +53,7 @@ def test_stop_is_quick_even_with_a_stalled_stream_open() -> None:
             next(pieces)
             started = time.monotonic()
             emu.stop()
-            assert time.monotonic() - started < 1.0
+            assert time.monotonic() - started < 3.0  # cut, not drained: stop() gives up on a stream only at 5 s
             with pytest.raises(httpx.RemoteProtocolError):
                 list(pieces)
     assert not emu.running

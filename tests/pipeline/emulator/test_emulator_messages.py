@@ -194,6 +194,7 @@ def test_messages_an_unknown_model_is_a_404_listing_the_profiles(http: httpx.Cli
     assert "thinking-tool" in response.json()["error"]["message"]
 
 
+@pytest.mark.server
 def test_messages_a_configured_default_profile_answers_any_other_model() -> None:
     with Emulator(config=EmulatorConfig(default_profile="clean")) as emulator, client(emulator.base_url) as http:
         sent = events(post_format(http, "/messages", None, model="claude-opus-4").content)

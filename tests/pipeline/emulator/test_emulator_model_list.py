@@ -100,6 +100,7 @@ def test_the_profile_summary_counts_each_format() -> None:
     )
 
 
+@pytest.mark.server
 def test_emulate_starts_with_the_profiles_per_format() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "pipeline.cli", "emulate", "--port", "0"]

@@ -12,6 +12,8 @@ from emulator_helpers import CLEAN, QWEN_EMPTY_ID, REAL, client, finish_reasons,
 
 from pipeline.emulator import PROFILES, Emulator, EmulatorConfig
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 
 @pytest.fixture(scope="module")
 def emulator_config() -> EmulatorConfig:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 ROOT = Path(__file__).resolve().parents[3]
 
 BLOCK_THE_EXTRA = """

@@ -21,6 +21,7 @@ def _flags(*argv: str) -> dict[str, object]:
     return {k: v for k, v in parsed.items() if k not in ("run", "command")}
 
 
+@pytest.mark.server
 def test_every_setting_is_a_flag_and_a_variable_shown_in_the_help() -> None:
     help_text = subprocess.run([sys.executable, "-m", "pipeline.cli", "proxy", "--help"], capture_output=True,
                                text=True, check=True, env={"COLUMNS": "200", "PATH": ""}).stdout
@@ -62,6 +63,7 @@ def test_a_bad_value_is_refused_naming_it(env: dict[str, str], message: str) -> 
         ProxyConfig.from_env({"LLM_STREAM_PROXY_UPSTREAM": UPSTREAM, **env})
 
 
+@pytest.mark.server
 def test_the_command_refuses_a_bad_setting_or_a_missing_key_in_one_line_with_exit_2() -> None:
     cases = [
         (["--upstream", UPSTREAM, "--limits", "max_tool_calls=0"], {}, "max_tool_calls must be a positive int"),
@@ -86,6 +88,7 @@ def test_the_app_takes_the_config_or_its_fields() -> None:
         create_proxy_app(UPSTREAM, max_streams=0)
 
 
+@pytest.mark.server
 def test_the_proxy_extra_is_what_the_proxy_imports_and_names_no_emulator() -> None:
     import tomllib
     from pathlib import Path

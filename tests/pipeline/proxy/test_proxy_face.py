@@ -64,6 +64,7 @@ def test_sanitize_holds_no_proxy_module() -> None:
     assert (ROOT / "pipeline" / "proxy" / "__init__.py").is_file()
 
 
+@pytest.mark.server  # a subprocess without the extra
 def test_without_the_extra_the_config_imports_and_each_serving_name_says_what_to_install() -> None:
     script = textwrap.dedent(
         """

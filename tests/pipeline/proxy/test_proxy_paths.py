@@ -17,6 +17,8 @@ from proxy_gateway import Gateway
 from pipeline.proxy import Proxy
 from pipeline.proxy._headers import OutsideBase, upstream_path
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 SEGMENTS = st.sampled_from(["a", "models", "", ".", "..", "%2e", "%2e%2e", "%2E%2e", ".%2e", "%2e%2e%2fx",
                             "..%5cx", "b%2Fc", "%252e%252e", "x%20y"])
 

@@ -15,6 +15,8 @@ from gateway import Gateway, http_json, sse
 from operators import RetryPolicy
 from pipeline import SanitizingTransport
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 BASE = {"id": "chatcmpl-keep", "object": "chat.completion.chunk", "created": 1727346170, "model": "gpt-4o-2024-08-06"}
 
 
@@ -209,7 +211,7 @@ def test_the_sdks_timeout_bounds_the_call_on_a_429_asking_for_5_s(kind: Kind) ->
         started = time.monotonic()
         error = final(kind, gateway.base_url, transport=True, timeout=1.0, max_retries=0)
         assert error[0] == "RateLimitError"
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 4.0  # the 1 s timeout, not the 5 s the 429 asked for
         assert gateway.count == 1
 
 
@@ -258,4 +260,4 @@ def test_opt_in_retries_wait_only_within_the_requests_own_timeout() -> None:
         error = final("httpx2", gateway.base_url, transport=transport, timeout=1.0, max_retries=0)
         assert error[0] == "RateLimitError"
         assert gateway.count == 2  # one wait of 0.7 s fits in the 1 s timeout, a second would not
-        assert time.monotonic() - started < 1.6
+        assert time.monotonic() - started < 3.0  # within the 1 s timeout (plus a loaded machine), not 5 x 0.7 s

@@ -27,6 +27,8 @@ from operators import RetryPolicy
 from pipeline import SanitizingTransport
 from pipeline.proxy import Proxy
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 STREAM = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 

@@ -43,6 +43,7 @@ from pipeline.proxy import Proxy
 pytestmark = [
     pytest.mark.skipif(not STREAMS and not os.environ.get("CI"), reason="no corpus (corpus.py)"),
     pytest.mark.filterwarnings("ignore::UserWarning"),  # pydantic's serializer on the SDKs' lenient models
+    pytest.mark.slow,  # a sweep over the corpus (tests/tiers.py)
 ]
 
 _OBJECT = ("the openai SDK's chat.completions.stream() skips every chunk whose `object` is not "
@@ -158,6 +159,7 @@ def _sdk_cases() -> list[Any]:
             if kind.startswith("httpx2") or stream.format != "messages"]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(("kind", "stream"), _sdk_cases())
 def test_the_sdk_through_the_transport_reads_each_stream_as_the_library_does(
     kind: Kind, stream: Stream, through: Callable[[Kind], dict[str, dict[str, Any]]],
@@ -227,6 +229,7 @@ def proxied(corpus: Gateway) -> Iterator[dict[str, tuple[Any, ...]]]:
         yield raw_readings("httpx2", proxy.base_url, STREAMS, transport=False)
 
 
+@pytest.mark.server
 def test_the_proxy_gives_a_client_the_bytes_the_transport_gives(
     proxied: dict[str, tuple[Any, ...]], raw: Callable[[Kind], dict[str, tuple[Any, ...]]]
 ) -> None:

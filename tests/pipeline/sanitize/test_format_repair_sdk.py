@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
 
@@ -174,6 +176,7 @@ def _read(read: Callable[[bytes], Any], body: bytes) -> Any:
         return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "make"), [("messages", MessagesRepair), ("responses", ResponsesRepair)])
 def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_byte_and_the_transport(
     claude: Any, gpt: Any, server: BytesServer, kind: str, make: Callable[[], EventRepair]
@@ -208,6 +211,7 @@ def test_every_recorded_stream_the_plain_sdk_reads_right_comes_through_byte_for_
     assert identical == read_right
 
 
+@pytest.mark.slow
 def test_data_only_messages_streams_the_plain_sdk_skips_read_as_their_peers_expect(
     claude: Any, server: BytesServer
 ) -> None:

@@ -214,6 +214,7 @@ def test_the_deprecated_sanitizer_taken_from_the_face_still_re_encodes() -> None
     assert out[-1] == "[DONE]"
 
 
+@pytest.mark.server
 def test_the_library_itself_never_takes_the_deprecated_names_from_the_face() -> None:
     script = (
         "import warnings\n"

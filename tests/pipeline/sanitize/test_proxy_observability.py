@@ -20,6 +20,8 @@ from sdk_cases import MESSAGES
 from pipeline.emulator import Emulator
 from pipeline.proxy import Proxy
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 EXPORTER = InMemorySpanExporter()
 
 

@@ -22,6 +22,8 @@ from operators import RetryPolicy
 from pipeline.emulator import Emulator
 from pipeline.proxy import Proxy, create_proxy_app
 
+pytestmark = pytest.mark.server  # tests/tiers.py
+
 FAST = RetryPolicy(initial_delay_ms=1, max_delay_ms=50)
 
 

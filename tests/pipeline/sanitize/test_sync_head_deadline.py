@@ -88,6 +88,7 @@ def _client(module: Any, base_url: str, timeout: float, transport: Any = None) -
     return openai.OpenAI(base_url=base_url, api_key="sk-test", timeout=timeout, max_retries=0, http_client=http)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("module", [httpx2, httpx], ids=["httpx2", "httpx"])
 def test_a_response_head_dripped_a_byte_at_a_time_does_not_hold_a_sync_sdk_past_its_timeout(
     module: Any, dripped_head: str
@@ -98,6 +99,7 @@ def test_a_response_head_dripped_a_byte_at_a_time_does_not_hold_a_sync_sdk_past_
     assert time.monotonic() - started < 6
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("module", [httpx2, httpx], ids=["httpx2", "httpx"])
 def test_a_given_sync_http_transport_gets_the_same_head_deadline(module: Any, dripped_head: str) -> None:
     transport = SanitizingTransport(module.HTTPTransport())
@@ -107,6 +109,7 @@ def test_a_given_sync_http_transport_gets_the_same_head_deadline(module: Any, dr
     assert time.monotonic() - started < 6
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("module", [httpx2, httpx], ids=["httpx2", "httpx"])
 def test_a_body_longer_than_the_timeout_in_total_is_read_to_its_end(module: Any, slow_body: str) -> None:
     started = time.monotonic()

@@ -145,6 +145,7 @@ def test_flock_pair_conflicts_between_two_descriptors_and_unlock_releases(log: P
         os.close(second)
 
 
+@pytest.mark.server
 def test_a_second_process_is_refused_while_this_one_writes_and_admitted_after(log: Path) -> None:
     script = (
         "import sys\n"

@@ -194,6 +194,7 @@ def test_second_writer_in_the_same_process_is_refused(log: Path) -> None:
         assert again.events == []
 
 
+@pytest.mark.server
 def test_second_writer_in_another_process_is_refused(log: Path) -> None:
     holder = subprocess.Popen(
         [
@@ -239,6 +240,7 @@ def test_closed_session_refuses_appends(log: Path) -> None:
         session.append_user_message("late")
 
 
+@pytest.mark.server
 def test_import_works_where_fcntl_is_missing_and_only_taking_the_lock_needs_it(log: Path) -> None:
     script = (
         "import sys\n"
