@@ -147,11 +147,12 @@ class ChatRepair:
         return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
     def close(self) -> bytes:
-        """The upstream body ended: a last unterminated event is read; a stream with every choice finished gets its
-        ``[DONE]`` if it had none; any other ending is ``STREAM_CLOSED``."""
+        """The upstream body ended: a last event without its blank line is dropped, as WHATWG and the library drop it
+        (a CR held back ends its line first; decision 0070); a stream with every choice finished gets its ``[DONE]``
+        if it had none; any other ending is ``STREAM_CLOSED``."""
         if self._finish is not None:
             return b""
-        out = self._event(self._buf + b"\n\n") if self._buf.strip() else b""
+        out = self.feed(b"\n") if self._cr else b""  # the held CR was a line end: "\r" + "\n" is one
         self._buf = b""
         if self._finish is not None:
             return out
