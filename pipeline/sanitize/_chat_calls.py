@@ -37,6 +37,10 @@ class Choice:
     finish_reason: str | None = None
     failure: Failure | None = None
     """A call refused (an id claimed twice, too many calls)."""
+    ids: set[str] = attrs.field(factory=set)
+    """The ids this choice's calls claimed."""
+    last: _Call | None = None
+    """The call the latest entry went to (an entry without an index joins it)."""
 
     def unidentified(self) -> bool:
         return any(call.index is None for call in self.calls)
@@ -46,19 +50,21 @@ class Choice:
         for entry in entries:
             if not isinstance(entry, dict):
                 continue
-            wire = entry.get("index", 0)
             function = entry.get("function")
             function = function if isinstance(function, dict) else {}
             call_id, name = _text(entry.get("id")), _text(function.get("name"))
             fragment = function.get("arguments")
             fragment = fragment if isinstance(fragment, str) else ""
-            call = self.current.get(wire)
-            if call is None or (call_id is not None and call.id is not None and call_id != call.id):
-                call = self.current[wire] = _Call()
+            call = self._correlate(entry.get("index"), call_id)
+            if call is None:
+                call = _Call()
+                if entry.get("index") is not None:
+                    self.current[entry["index"]] = call
                 self.calls.append(call)
                 if len(self.calls) > limits.max_tool_calls:
                     self.failure = Failure(Code.LIMIT_EXCEEDED, f"more than {limits.max_tool_calls} tool calls")
                     return out
+            self.last = call
             if call.index is not None:
                 if fragment or set(entry) - {"index", "id", "type", "function"}:
                     out.append(_continuation(entry, function, call.index, fragment))
@@ -83,6 +89,22 @@ class Choice:
                 first["type"] = "function"
             out.append(first)
         return out
+
+
+    def _correlate(self, wire: Any, call_id: str | None) -> _Call | None:
+        """The call an entry continues, as the library correlates it (decision 0002): by wire index, unless a new id
+        differs from the one there (then the call owning that id, else a new call); without an index, the call its id
+        names, else the latest call when either has no id yet. ``None``: a new call."""
+        known = next((c for c in self.calls if c.id == call_id), None) if call_id is not None else None
+        if wire is None:
+            last = self.last
+            return known or (last if last is not None and (call_id is None or last.id is None) else None)
+        call = self.current.get(wire)
+        if call is not None and call_id is not None and call.id is not None and call_id != call.id:
+            if known is not None:
+                self.current[wire] = known
+            return known
+        return call
 
 
 def _continuation(entry: dict[str, Any], function: dict[str, Any], index: int, fragment: str) -> dict[str, Any]:
