@@ -23,6 +23,11 @@ class _Call:
     index: int | None = None
     """The client's (dense) index once identified."""
     held: list[str] = attrs.field(factory=list)
+    first: dict[str, Any] | None = None
+    """The entry that identified it (kept until an earlier call is identified too)."""
+    fragment: str = ""
+    tail: list[str] = attrs.field(factory=list)
+    """Fragments after ``first`` while it waits."""
 
 
 @attrs.define
@@ -69,6 +74,9 @@ class Choice:
                 if fragment or set(entry) - {"index", "id", "type", "function"}:
                     out.append(_continuation(entry, function, call.index, fragment))
                 continue
+            if call.first is not None:  # identified, waiting for an earlier call to be
+                call.tail.append(fragment)
+                continue
             if call_id is not None and call.id is None:
                 if call_id in ids:
                     self.failure = Failure(Code.MALFORMED_TOOL_CALL, f"two tool calls claim the id {call_id!r}")
@@ -79,17 +87,32 @@ class Choice:
             if call.id is None or call.name is None:
                 call.held.append(fragment)
                 continue
-            call.index = self.identified
-            self.identified += 1
-            held, call.held = call.held, []
-            first = dict(entry)
-            first.update(index=call.index, id=call.id, function={**function, "name": call.name,
-                                                                 "arguments": "".join(held) + fragment})
-            if "type" in entry or held:  # a type the upstream never sent is not added to its own event
-                first["type"] = "function"
-            out.append(first)
+            call.first, call.fragment = entry, fragment
+            self._release(out)
         return out
 
+    def _release(self, out: list[Any]) -> None:
+        """Numbers the identified calls in the order they first appeared (the library's order), up to the first call
+        still unidentified (decision 0070), each sent once with every fragment held for it."""
+        for call in self.calls:
+            if call.index is not None:
+                continue
+            entry = call.first
+            if entry is None:
+                return
+            function = entry.get("function")
+            function = function if isinstance(function, dict) else {}
+            call.index = self.identified
+            self.identified += 1
+            waited = bool(call.held or call.tail)
+            arguments = "".join(call.held) + call.fragment + "".join(call.tail)
+            call.held, call.tail, call.first = [], [], {}
+            first = dict(entry)
+            first.update(index=call.index, id=call.id, function={**function, "name": call.name,
+                                                                 "arguments": arguments})
+            if "type" in entry or waited:  # a type the upstream never sent is not added to its own event
+                first["type"] = "function"
+            out.append(first)
 
     def _correlate(self, wire: Any, call_id: str | None) -> _Call | None:
         """The call an entry continues, as the library correlates it (decision 0002): by wire index, unless a new id

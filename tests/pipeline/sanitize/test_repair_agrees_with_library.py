@@ -145,3 +145,10 @@ def test_a_stop_reason_in_message_start_finishes_a_messages_stream_cut_after_it(
         "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}]}}
     body = messages(start)  # the body ends there: no message_delta, no message_stop
     agrees(body, ("", "", (("toolu_1", "f", '{"a":1}'),), "tool-calls"), "messages")
+
+
+def test_calls_keep_the_order_they_first_appeared_in_when_a_later_one_is_identified_first() -> None:
+    body = (chat(delta(tool_calls=[call(0, '{"a":')])) + chat(delta(tool_calls=[call(1, "{}", id="call_2", name="g")]))
+            + chat(delta(tool_calls=[call(1, " ")])) + chat(delta(tool_calls=[call(0, "1}", id="call_1", name="f")]))
+            + chat(delta(finish="tool_calls")) + b"data: [DONE]\n\n")
+    agrees(body, ("", "", (("call_1", "f", '{"a":1}'), ("call_2", "g", "{} ")), "tool-calls"))
