@@ -152,3 +152,11 @@ def test_calls_keep_the_order_they_first_appeared_in_when_a_later_one_is_identif
             + chat(delta(tool_calls=[call(1, " ")])) + chat(delta(tool_calls=[call(0, "1}", id="call_1", name="f")]))
             + chat(delta(finish="tool_calls")) + b"data: [DONE]\n\n")
     agrees(body, ("", "", (("call_1", "f", '{"a":1}'), ("call_2", "g", "{} ")), "tool-calls"))
+
+
+def test_a_repeated_tool_use_start_with_another_id_keeps_the_first_identity_in_both() -> None:
+    again = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}}}
+    delta_more = {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}}
+    body = messages(START, *TOOL[:2], again, delta_more, TOOL[2], STOPPED, {"type": "message_stop"})
+    agrees(body, ("", "", (("toolu_1", "f", "{}"),), "tool-calls"), "messages")
