@@ -160,3 +160,28 @@ def test_a_repeated_tool_use_start_with_another_id_keeps_the_first_identity_in_b
     delta_more = {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": ""}}
     body = messages(START, *TOOL[:2], again, delta_more, TOOL[2], STOPPED, {"type": "message_stop"})
     agrees(body, ("", "", (("toolu_1", "f", "{}"),), "tool-calls"), "messages")
+
+
+def responses(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"event: " + str(e["type"]).encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n"
+                    for e in events)
+
+
+@pytest.mark.parametrize("at", [0, 1], ids=["another-item-at-its-index", "its-own-index"])
+def test_a_function_call_added_at_the_index_of_another_item_is_refused_by_both(at: int) -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    call_item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}
+    body = responses(
+        {"type": "response.created", "response": {"id": "resp_1"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": at, "item": call_item},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": "{}"},
+        {"type": "response.output_item.done", "output_index": 1, "item": {**call_item, "arguments": "{}"}},
+        {"type": "response.completed", "response": {"id": "resp_1", "output": []}},
+    )
+    if at == 1:
+        agrees(body, ("", "", (("call_1", "f", "{}"),), "tool-calls"), "responses")
+    else:
+        assert reading(body, "responses") == ("error", "MALFORMED_RESPONSE")
+        assert all(read[0] == "error" for read in through(body, "responses"))
