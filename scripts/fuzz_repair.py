@@ -9,8 +9,8 @@ format's repairer (the ``StreamRepair`` the transport builds, ``pipeline/sanitiz
 drives it (``transported``): read by read until the repairer has a finish, then ``close()``; a failure before any byte
 was released is the transport's HTTP error. The oracle (``check_repair``): the library's reading of what the client
 gets (``pipeline.collect(bytes, format=...)``, assembled: text, reasoning, each call's id, name and arguments, the
-finish kind) equals its reading of the upstream's own bytes, or both are errors; for the whole body in one read and
-for the drawn read sizes. The mutator is ``fuzz_repair_mutate.py``.
+finish kind) equals its reading of the upstream's own bytes, or both are errors; for the whole body in one read, for
+the drawn read sizes and (up to 2 KiB) one byte per read. The mutator is ``fuzz_repair_mutate.py``.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def transported(body: bytes, format: str, sizes: list[int]) -> bytes:
 
 
 def read_sizes(data: bytes) -> list[list[int]]:
-    """The read plans one input is checked under: the whole body, and sizes drawn from its CRC-32."""
+    """The read plans one input is checked under: the whole body, sizes drawn from its CRC-32 and (inputs up to 2 KiB)
+    one byte per read."""
     rng = random.Random(zlib.crc32(data))
     plans = [[max(1, len(data))]]
     kind = rng.randrange(3)
@@ -99,6 +100,8 @@ def read_sizes(data: bytes) -> list[list[int]]:
     else:
         cut = rng.randint(1, max(1, len(data)))
         plans.append([cut, max(1, len(data))])  # one cut anywhere
+    if len(data) <= 2048:
+        plans.append([1])  # one byte per read
     return plans
 
 
