@@ -185,3 +185,30 @@ def test_a_function_call_added_at_the_index_of_another_item_is_refused_by_both(a
     else:
         assert reading(body, "responses") == ("error", "MALFORMED_RESPONSE")
         assert all(read[0] == "error" for read in through(body, "responses"))
+
+
+PARIS = call(0, '{"city": "Paris"}', id="call_1", name="w")
+
+
+@pytest.mark.parametrize(("first", "repeat"), [
+    (delta(content="ok"), delta(content="ok")),
+    (delta(tool_calls=[PARIS]), delta(tool_calls=[call(0, ' "Paris"}')])),
+], ids=["text", "arguments"])
+def test_content_repeated_after_the_finish_reads_the_same_once_done_is_added(
+    first: dict[str, object], repeat: dict[str, object]
+) -> None:
+    body = chat(first) + chat(delta(finish="stop")) + chat(repeat)  # a gateway resending its last chunk, no [DONE]
+    original = reading(body, "chat")
+    assert original[0] != "error"
+    assert set(through(body)) == {original}
+
+
+@pytest.mark.parametrize("body", [
+    chat(delta(content="ok")) + chat(delta(1, finish="stop")),
+    chat(delta(1, content="ok")) + chat(delta(1, finish="stop")),
+    chat(delta(content="ok")),
+    chat(delta(content="ok")) + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"st',
+], ids=["another-choice-finished", "only-another-choice", "no-finish", "finish-cut-inside"])
+def test_a_stream_the_library_ends_as_a_cut_is_never_a_clean_stop_through_the_repairer(body: bytes) -> None:
+    assert reading(body, "chat") == ("error", "STREAM_CLOSED")
+    assert all(read[0] == "error" for read in through(body))
