@@ -1,6 +1,7 @@
 """Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600    # or parse_sse, messages, responses, fast_path, proxy
+    python scripts/fuzz.py --target translate --seconds 600    # or parse_sse, messages, responses, fast_path, proxy,
+                                                               # repair
     python scripts/fuzz.py --target translate --reproduce crash-file    # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
@@ -14,7 +15,8 @@ against the input's own naive reading (``fuzz_reference.py``), no successful res
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
 invalid one). Seeds: the ``*.sse`` files of the in-repo corpus ``tests/corpus/fixtures/sse`` (chat; messages and
 responses, with peers-formats, for those targets; a copy of ../shared/fixtures), read in place.
-The ``proxy`` target (``fuzz_proxy.py``) takes one HTTP request as its input instead, with an oracle of its own.
+The ``proxy`` target (``fuzz_proxy.py``) takes one HTTP request as its input instead, with an oracle of its own; the
+``repair`` target (``fuzz_repair.py``) holds the transport's repairers against the library's reading of the input.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
 How a target is run (atheris, or the built-in loop) is ``fuzz_runner.py``.
 """
@@ -58,6 +60,7 @@ from scripts.fuzz_fast_path import check_fast_path  # noqa: E402  (the default c
 from scripts.fuzz_proxy import PROXY_TOKENS, check_proxy, proxy_seeds  # noqa: E402  (the proxy's request side)
 from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
 from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
+from scripts.fuzz_repair import atheris_mutator, check_repair, mutator  # noqa: E402  (the repairers against the library's reading)
 from scripts.fuzz_runner import MAX_LEN as MAX_LEN  # noqa: E402  (re-exported, with mutate: tests use them)
 from scripts.fuzz_runner import TOKENS, atheris_child, fallback, run_atheris  # noqa: E402
 from scripts.fuzz_runner import mutate as mutate  # noqa: E402
@@ -212,10 +215,11 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "responses": check_responses,
     "fast_path": lambda data: check_fast_path(data, plan),
     "proxy": check_proxy,
+    "repair": check_repair,
 }
 TARGET_SEEDS = {
     "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS,
-    "fast_path": SEED_DIRS,
+    "fast_path": SEED_DIRS, "repair": SEED_DIRS,
 }
 """The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
 TARGET_TOKENS = {"proxy": PROXY_TOKENS}
@@ -258,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["FUZZ_IGNORE_ANOMALIES"] = ",".join(args.ignore_anomaly)
         IGNORED_ANOMALIES.update(args.ignore_anomaly)
     if args.atheris_child is not None:
-        atheris_child(TARGETS[args.target], args.atheris_child)
+        atheris_child(TARGETS[args.target], args.atheris_child, atheris_mutator if args.target == "repair" else None)
         return 0
     if args.reproduce:
         data = Path(args.reproduce).read_bytes()
@@ -272,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         args.no_atheris = True
     if args.no_atheris:
         tokens = TARGET_TOKENS.get(args.target, TOKENS)
-        return fallback(args.target, TARGETS[args.target], seed_inputs(args.target), tokens, args.seconds, artifacts)
+        return fallback(args.target, TARGETS[args.target], seed_inputs(args.target), tokens, args.seconds, artifacts,
+                        mutator if args.target == "repair" else mutate)
     corpus = Path(args.corpus) if args.corpus else Path(tempfile.mkdtemp(prefix=f"fuzz-{args.target}-corpus-"))
     written = proxy_seeds() if args.target == "proxy" else []  # generated seeds: into the corpus, for libFuzzer
     return run_atheris(Path(__file__).resolve(), args.target, seconds=args.seconds, rss_limit_mb=args.rss_limit_mb,

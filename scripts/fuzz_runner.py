@@ -93,14 +93,15 @@ def crash(target: str, data: bytes, artifacts: Path) -> int:
 
 
 def fallback(target: str, check: Check, seeds: list[bytes], tokens: Sequence[bytes], seconds: float,
-             artifacts: Path) -> int:
-    """Every seed, then mutations of them until ``seconds`` have passed; the first failure is a crash."""
+             artifacts: Path, mutation: Callable[..., bytes] = mutate) -> int:
+    """Every seed, then mutations of them (``mutation(rng, seed, seeds, tokens)``) until ``seconds`` have passed; the
+    first failure is a crash."""
     print("fuzz: running the built-in mutation loop (atheris not importable, or --no-atheris); same oracle", flush=True)
     seeds = [seed[:MAX_LEN] for seed in seeds] or [b"data: [DONE]\n\n"]
     rng = random.Random(0)
     runs, start = 0, time.monotonic()
     while time.monotonic() - start < seconds:
-        data = seeds[runs] if runs < len(seeds) else mutate(rng, rng.choice(seeds), seeds, tokens)
+        data = seeds[runs] if runs < len(seeds) else mutation(rng, rng.choice(seeds), seeds, tokens)
         runs += 1
         try:
             check(data)
@@ -110,11 +111,14 @@ def fallback(target: str, check: Check, seeds: list[bytes], tokens: Sequence[byt
     return 0
 
 
-def atheris_child(check: Check, libfuzzer_args: list[str]) -> None:
+def atheris_child(check: Check, libfuzzer_args: list[str], mutator: Callable[[bytes, int, int], bytes] | None = None
+                  ) -> None:
+    """libFuzzer over ``check``; ``mutator`` (``(data, max_size, seed) -> bytes``) replaces its byte mutations."""
     import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     atheris.instrument_all()  # coverage feedback from every loaded Python function (operators, pipeline, reactivex)
-    atheris.Setup([sys.argv[0], *libfuzzer_args], check)
+    extra = {"custom_mutator": mutator} if mutator is not None else {}
+    atheris.Setup([sys.argv[0], *libfuzzer_args], check, **extra)
     atheris.Fuzz()
 
 

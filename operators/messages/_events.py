@@ -22,8 +22,10 @@ from .._signals import Signal
 from .._usage import is_count
 from .._wire import (
     UNSET,
+    WireDelta,
     WireFunction,
     WireToolCall,
+    wire_chunk,
 )
 
 __all__ = [
@@ -95,7 +97,7 @@ class Malformed(LlmStreamError):
 class Block:
     """What the parser keeps of one content block."""
 
-    __slots__ = ("deltas", "kind", "opaque", "stopped", "whole")
+    __slots__ = ("deltas", "id", "kind", "opaque", "stopped", "whole")
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -103,6 +105,18 @@ class Block:
         self.deltas = False  # an input_json_delta came
         self.stopped = False
         self.opaque: str | None = None  # a thinking block's signature, a redacted_thinking block's data
+        self.id: str | None = None  # a tool_use block's id, once a start gave one
+
+    def started(self, index: int, block: dict[str, Any]) -> Signal:
+        """A ``tool_use`` start (the first or a repeated one): its identity as the wire gave it, unless it names another
+        id than the block's: a block index names one block, the first identity stays (decision 0070)."""
+        given = block.get("id")
+        if type(given) is str and given:
+            if self.id is not None and given != self.id:
+                return Anomaly("conflicting-identity", index, f"id {given[:60]!r} ignored: block {index} is "
+                               f"{self.id[:60]!r}")
+            self.id = given
+        return wire_chunk(WireDelta(tool_calls=[identity(index, block)]))
 
     def keep_opaque(self, field: str, value: object, out: list[Signal], index: int) -> None:
         """A signature or redacted data: a non-empty string replaces what the block held; ``""`` and absent leave

@@ -27,7 +27,6 @@ from ._events import (
     Malformed,
     block_kind,
     compact,
-    identity,
     index_of,
     merge_into,
     object_at,
@@ -136,8 +135,8 @@ class _ParseMessages(SseFraming):
         known = self.blocks.get(index)
         if known is not None:
             out.append(Anomaly("repeated-block-start", index, f"content block {index} started again"))
-            if known.kind == "tool" and block_kind(block_type) == "tool":  # identity as the wire gave it again
-                out.append(wire_chunk(WireDelta(tool_calls=[identity(index, block)])))
+            if known.kind == "tool" and block_kind(block_type) == "tool":  # identity again, not another id (0070)
+                out.append(known.started(index, block))
             return
         kind = block_kind(block_type)
         state = self.blocks[index] = Block(kind)
@@ -153,7 +152,7 @@ class _ParseMessages(SseFraming):
         elif kind == "redacted_thinking":
             state.keep_opaque("data", block.get("data"), out, index)
         elif kind == "tool":
-            out.append(wire_chunk(WireDelta(tool_calls=[identity(index, block)])))
+            out.append(state.started(index, block))
             given = block.get("input")
             if given not in (None, {}, "", []):
                 state.whole = compact(given)

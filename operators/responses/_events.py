@@ -31,6 +31,7 @@ __all__ = [
     "SERVER_TOOL_ITEMS",
     "Call",
     "ResponsesEvent",
+    "another_item",
     "decode_event",
     "decode_kind",
     "error_object",
@@ -187,6 +188,14 @@ READ_EVENTS = frozenset(
 def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
     call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
     return wire_chunk(WireDelta(tool_calls=[call]))
+
+
+def another_item(items: dict[int, tuple[str | None, str | None]], index: int, item: OutputItem) -> bool:
+    """Whether an ``output_item.added`` at ``index`` adds another item than the one added there first (another type,
+    or another non-empty id): one ``output_index`` holds one item (decision 0070). Records the first."""
+    known = items.setdefault(index, (item.type, non_empty(item.id)))
+    given = non_empty(item.id)
+    return known[0] != item.type or (known[1] is not None and given is not None and known[1] != given)
 
 
 def non_empty(value: object) -> str | None:

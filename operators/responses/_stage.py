@@ -25,6 +25,7 @@ from ._events import (
     OutputItem,
     ResponseObject,
     ResponsesEvent,
+    another_item,
     decode_event,
     decode_kind,
     error_object,
@@ -49,13 +50,14 @@ _KINDS_NAMED = 10  # unsupported item kinds named in the UNSUPPORTED_OUTPUT mess
 class _ParseResponses(SseFraming):
     """The Responses stream: each payload one typed event, the terminal ``response.*`` event the end."""
 
-    __slots__ = ("by_item_id", "calls", "reported", "unsupported")
+    __slots__ = ("by_item_id", "calls", "items", "reported", "unsupported")
     END_NAME = "the terminal event"
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, *, comments: bool = False) -> None:
         super().__init__(limits, comments=comments)
         self.calls: dict[int, Call] = {}
         self.by_item_id: dict[str, int] = {}
+        self.items: dict[int, tuple[str | None, str | None]] = {}  # the first item added at each output_index
         self.reported: set[str] = set()
         self.unsupported: dict[str, None] = {}  # the kinds of client-side items the protocol cannot carry, in order
 
@@ -143,6 +145,9 @@ class _ParseResponses(SseFraming):
         item = event.item
         if item is None:
             self._halt(Failure(Code.MALFORMED_RESPONSE, f"{event.type} without an item"), out)
+            return
+        if not done and event.output_index is not None and another_item(self.items, event.output_index, item):
+            self._halt(Failure(Code.MALFORMED_RESPONSE, f"two output items at output_index {event.output_index}"), out)
             return
         kind = item.type or "?"
         if kind == "function_call":

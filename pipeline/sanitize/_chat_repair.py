@@ -4,12 +4,13 @@ Each upstream event goes to the client as the upstream sent it (its own bytes) u
 (docs/decisions/0032-repair-dont-rewrite.md):
 
 - a tool call's identity: held until its ``id`` and ``name`` are known, then sent once with every argument fragment
-  held so far; continuations lose the repeated or blanked ``id`` / ``type`` / ``name`` (the seed's bug); a call at a
-  reused wire index with a new id is a new call (Ollama); client indices are dense per choice, in the order the calls
-  are identified; a call never identified by its choice's finish, or an id claimed by two calls, is
-  ``MALFORMED_TOOL_CALL``;
+  held so far; continuations lose the repeated or blanked ``id`` / ``type`` / ``name`` (the seed's bug); calls are
+  correlated as the library does (a reused wire index with a new id is a new call, Ollama; no index joins the latest
+  call); client indices are dense per choice, in the order the calls are identified; in choice 0 (the one the library
+  reads, decision 0070) a call never identified by ``[DONE]``, or an id two calls claim, is ``MALFORMED_TOOL_CALL``;
 - framing: an event with no ``data:`` (an SSE ``id:`` alone, a comment, a keep-alive) is dropped; a BOM is dropped;
-  CR line ends become LF; a missing ``[DONE]`` after every choice's finish is added; nothing after ``[DONE]`` is read;
+  CR line ends become LF; a missing ``[DONE]`` after choice 0's finish is added; nothing after ``[DONE]`` is read; a
+  last event without its blank line is dropped (WHATWG); a chunk the library refuses (``decode_chunk``) is refused;
 - an in-band error, a malformed event, a cut: the stream's failure (``failure``), written as OpenAI's in-band
   ``data: {"error": ...}`` event naming our code when a byte was already released;
 - the request's API key, should the upstream echo it, is replaced in whatever is forwarded.
@@ -31,6 +32,7 @@ import msgspec
 
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
 from operators.extend import classify_inband_error
+from operators.wire import decode_chunk
 
 from ._chat_calls import Choice
 from ._chat_fast import plain_events, text_shape
@@ -61,7 +63,6 @@ class ChatRepair:
         self._held: list[bytes] = []
         self._released = False
         self._choices: dict[int, Choice] = {}
-        self._ids: set[str] = set()
         self._said = False
         self._refused = False
         self._failure: Failure | None = None
@@ -147,15 +148,16 @@ class ChatRepair:
         return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
     def close(self) -> bytes:
-        """The upstream body ended: a last unterminated event is read; a stream with every choice finished gets its
-        ``[DONE]`` if it had none; any other ending is ``STREAM_CLOSED``."""
+        """The upstream body ended: a last event without its blank line is dropped, as WHATWG and the library drop it
+        (a CR held back ends its line first; decision 0070); a stream with every choice finished gets its ``[DONE]``
+        if it had none; any other ending is ``STREAM_CLOSED``."""
         if self._finish is not None:
             return b""
-        out = self._event(self._buf + b"\n\n") if self._buf.strip() else b""
+        out = self.feed(b"\n") if self._cr else b""  # the held CR was a line end: "\r" + "\n" is one
         self._buf = b""
         if self._finish is not None:
             return out
-        if self._choices and all(c.finish_reason is not None for c in self._choices.values()):
+        if (message := self._choices.get(0)) is not None and message.finish_reason is not None:  # the library's message
             self.repairs["done-added"] += 1
             return out + self._done(_DONE)
         return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
@@ -203,7 +205,7 @@ class ChatRepair:
         if not data:
             return b""  # a comment, a keep-alive, an SSE id alone: nothing for the client
         payload = b"\n".join(data)
-        if payload.strip() == b"[DONE]":
+        if payload == b"[DONE]" and named != b"error":  # as the library reads it: exactly, and not an error event
             return self._done(event)
         try:
             obj = msgspec.json.decode(payload)
@@ -217,6 +219,10 @@ class ChatRepair:
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))
             return self._fail(failure)
+        try:
+            decode_chunk(payload)  # the library's own reading of a chunk: what it refuses is refused here too
+        except msgspec.DecodeError as exc:  # (a string index, a number where a string goes; decision 0070)
+            return self._fail(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {exc}"))
         changed = framing = named is not None or event.find(b"\n") != len(event) - 2 or not event.startswith(b"data:")
         carries = False
         choices = obj.get("choices")
@@ -235,20 +241,21 @@ class ChatRepair:
         if self._key is not None and self._key in event:
             self.repairs["key-redacted"] += 1
             event = event.replace(self._key, b"[redacted]")
-        return self._release(event, carries)
+        held = (m := self._choices.get(0)) is not None and m.finish_reason is not None and m.unidentified()
+        return self._release(event, carries and not held)  # a call unidentified at the finish fails at [DONE] (0070)
 
     def _choice(self, choice: dict[str, Any]) -> tuple[bool, bool]:
         """Repairs one choice of one event in place: (whether it changed, whether it carries anything)."""
-        position = choice.get("index", 0)
-        state = self._choices.setdefault(position if isinstance(position, int) else 0, Choice())
+        position = found if isinstance(found := choice.get("index", 0), int) else 0
+        state = self._choices.setdefault(position, Choice())
         changed = carries = False
         delta = choice.get("delta")
         if isinstance(delta, dict):
             calls = delta.get("tool_calls")
             if calls is not None:
-                repaired = state.repair(calls if isinstance(calls, list) else [], self._ids, self._limits)
+                repaired = state.repair(calls if isinstance(calls, list) else [], state.ids, self._limits)
                 if state.failure is not None:
-                    self._failure = state.failure
+                    self._failure = state.failure if position == 0 else None  # the library reads choice 0 (0070)
                     return changed, carries
                 if repaired != calls:
                     changed = True
@@ -270,10 +277,7 @@ class ChatRepair:
         if reason is not None:
             state.finish_reason = str(reason)
             carries = True
-            if state.unidentified():
-                self._failure = Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name "
-                                        "by its choice's finish)")
-            elif self._strict:
+            if self._strict:
                 self._failure = self._strict_failure()
         return changed, carries
 
@@ -285,7 +289,7 @@ class ChatRepair:
         return None
 
     def _done(self, event: bytes) -> bytes:
-        if any(c.unidentified() for c in self._choices.values()):
+        if (message := self._choices.get(0)) is not None and message.unidentified():
             return self._fail(Failure(Code.MALFORMED_TOOL_CALL, "a tool call was never identified (no id or name)"))
         if self._strict and (failure := self._strict_failure()) is not None:
             return self._fail(failure)

@@ -257,6 +257,8 @@ class EventRepair:
     def _end(self, finish: Finish) -> None:
         self._finish = finish
         self._ended = True
+        self._preamble = False  # a finish releases what it held (a message_start whose content is the answer, 0070)
+        self._flush()
 
     def _end_with(self, failure: Failure, event: bytes | None = None) -> None:
         """Ends in ``failure``: the queue up to a call never identified, then ``event`` (the upstream's own error

@@ -67,6 +67,12 @@ class OutputItem:
         self.held: Held | None = None
         self.rotated = False  # another id was given for this item in the stream
 
+    def other(self, item: dict[str, Any]) -> bool:
+        """Whether ``item`` is another item than this one (another type, or another non-empty id): one
+        ``output_index`` holds one item, as the library reads it (decision 0070)."""
+        given = item.get("id")
+        return item.get("type") != self.kind or (self.id is not None and named(given) and given != self.id)
+
     def fill_in(self, item: dict[str, Any]) -> None:
         for field in ("id", "call_id", "name"):
             if getattr(self, field) is None and named(item.get(field)):

@@ -12,8 +12,8 @@ original bytes:
 - A ``message_start`` without a message object is ``MALFORMED_RESPONSE``; a second one with another ``id`` is
   ``STREAM_CLOSED`` (the first message was cut, decision 0044); one with the first's ``id`` (a duplicate) passes. A
   payload of another wire format (a chat chunk, a Responses event) is ``MALFORMED_RESPONSE`` naming it (0045).
-- A ``data: [DONE]`` is dropped; nothing after ``message_stop`` is passed on. An event without an ``event:`` line
-  (a data-only stream, which the SDK skips entirely) gets one named after its payload's ``type``.
+- A ``data: [DONE]`` is dropped, and ends the stream as the body's end would (0070); nothing after the end is passed
+  on. An event without an ``event:`` line (a data-only stream, which the SDK skips) gets one named after its ``type``.
 - The body ending without ``message_stop``: after a ``stop_reason`` the message is whole (the library reads it so, and
   so does the SDK): a finish; before one, ``STREAM_CLOSED``. A failure is ``event: error`` in Anthropic's shape
   (``{"type": "error", "error": {"type", "message"}}``), which the SDK raises as ``APIStatusError``.
@@ -126,8 +126,9 @@ class MessagesRepair(EventRepair):
         if data is None:
             self._emit(raw, content=False)  # a comment or a blank line
             return
-        if data == b"[DONE]":
+        if data == b"[DONE]":  # the end, as the library reads it: a finish after a stop_reason, else a cut (0070)
             self.repairs["done-dropped"] += 1
+            self._on_cut()
             return
         try:
             body = decode(data)
@@ -173,6 +174,8 @@ class MessagesRepair(EventRepair):
         if not self._started:
             self._started = True
             self._message_id = message.get("id")
+            if named(reason := message.get("stop_reason")):  # the library reads a finish given here too (0070)
+                self._stop_reason = reason
             content = message.get("content")
             if type(content) is list:  # a continuation's blocks are started already
                 for index in range(len(content)):

@@ -7,10 +7,10 @@ original bytes:
 - **One item per ``output_index``**: the item of the first ``response.output_item.added`` at an index is the item; its
   ``id``, and a function call's ``call_id`` and ``name``, are written into every later event that gives another
   (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
-  output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` for an
-  index is dropped (the SDK raises "Duplicate response output index"). A lifecycle event with another response id, or
-  none, gets the first one ("Lifecycle response identity changed"). In ``response.completed``, an item id never seen
-  in the stream is the upstream's own and stays (OpenRouter), unless that item's id rotated in the stream.
+  output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` of the item
+  at an index is dropped (the SDK raises "Duplicate response output index"), of another item ``MALFORMED_RESPONSE``
+  (0070). A lifecycle event with another response id, or none, gets the first ("Lifecycle response identity changed").
+  In ``response.completed``, an unseen item id is the upstream's own and stays (OpenRouter), unless it rotated.
 - **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
   in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
   at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
@@ -18,8 +18,7 @@ original bytes:
   own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
   an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
   ``data: [DONE]`` is passed on (the SDK stops at it); nothing else after the end.
-- A payload of another wire format (a chat-completions chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming it,
-  as the library reads it (decision 0045).
+- A payload of another format (a chat chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming it (decision 0045).
 - Reasoning items (``encrypted_content``), server-tool items, annotations, unknown events: passed through unread.
 
 The hot path (a delta or part event whose ``item_id`` is the latest item's, or that has none) is two substring
@@ -192,6 +191,9 @@ class ResponsesRepair(EventRepair):
             self._emit(raw)
             return
         known = self._items.get(index)
+        if known is not None and known.other(given):  # two items at one index: the library refuses it (0070)
+            self._end_with(Failure(Code.MALFORMED_RESPONSE, f"two output items at output_index {index}"))
+            return
         if known is not None:  # the SDK raises on a second added for an index: the first item stays
             if known.held is not None and known.held.raw is None:
                 self._fill_in(known, given)
