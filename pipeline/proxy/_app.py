@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from operators import Code
 
-from .._logging import get_logger, register_secret
+from .._logging import VALUES_REDACTED, get_logger, register_secret
 from ..sanitize import SanitizingTransport
 from ._config import ProxyConfig
 from ._forward import Forwarder, Receive, Refused, Scope, Send, error_response
@@ -112,7 +112,7 @@ class ProxyApp:
 
     def _access(self, report: Report) -> None:
         if self.config.log_format != "off" and self._log.isEnabledFor(logging.INFO):
-            self._log.info("%s", access_line(report, self.config.log_format))
+            self._log.info("%s", access_line(report, self.config.log_format), extra={VALUES_REDACTED: True})
 
     async def _proxied(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw: bytes = scope.get("raw_path") or scope["path"].encode()

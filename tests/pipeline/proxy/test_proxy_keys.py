@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -163,3 +164,43 @@ def test_the_client_key_never_goes_upstream_nor_the_proxys_keys_written_into_que
     assert headers["x-note"] == "mine is [redacted]"
     assert headers["user-agent"] == "ua [redacted]"
     assert headers["authorization"] == f"Bearer {UPSTREAM_KEY}"  # the one place the upstream key belongs
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_log_redaction_changes_values_only_never_the_access_logs_field_names(
+    echo: tuple[str, list[Any]], log_format: str
+) -> None:
+    key = "sk-upstream-status-key-0123"  # shares "upstream" (and "_status") with the line's own words
+    handler = _Lines()
+    access = logging.getLogger("llm_stream.proxy.access")
+    access.addHandler(handler)
+    level = access.level
+    access.setLevel(logging.INFO)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("STATUS_KEY", key)
+            config = ProxyConfig(upstream=echo[0], port=0, upstream_key_env="STATUS_KEY", log_format=log_format)
+            with Proxy(config) as running:
+                assert httpx.post(f"{running.base_url}/chat/completions", json={"model": "plain"}).status_code == 200
+                httpx.post(f"{running.base_url}/x/{key[:12]}/{key}", json={"model": "plain"})
+    finally:
+        access.removeHandler(handler)
+        access.setLevel(level)
+    plain, keyed = handler.lines
+    assert "[redacted]" not in plain
+    if log_format == "json":
+        assert json.loads(plain)["upstream_status"] == 200
+        assert json.loads(keyed)["path"] == "/v1/x/[redacted]/[redacted]"
+    else:
+        assert " upstream=200 " in plain
+        assert '"POST /v1/x/[redacted]/[redacted]" ' in keyed
+    assert key[:8] not in keyed
