@@ -125,12 +125,26 @@ class ProxyApp:
             report.finish = report.finish or refused.code
             report.bytes_out += await error_response(send, refused.status, refused.code, str(refused),
                                                      refused.headers)
+        except Exception as exc:  # the last resort: no exception escapes the app (no 500 with a traceback)
+            await self._failed(exc, report, send)
         finally:
             report.settle()
             if report.status == 0 and report.cut == "client":
                 report.status = 499  # the client closed the request before an answer (as nginx logs it)
             self.metrics.record(report)
             self._access(report)
+
+    async def _failed(self, exc: Exception, report: Report, send: Send) -> None:
+        """An unexpected error: one line in the proxy's log (no traceback); a 502 in the API's shape if the response
+        had not begun, else the response is cut (``cut=error``: the client sees it end without its end)."""
+        get_logger("proxy").error("%s %s failed in the proxy: %s: %s", report.method, report.path,
+                                  type(exc).__name__, str(exc)[:200])
+        if report.responded:
+            report.cut = "error"
+            return
+        report.status, report.finish = 502, Code.UNKNOWN
+        report.bytes_out += await error_response(send, 502, Code.UNKNOWN, "the proxy could not relay the upstream's "
+                                                 f"answer: {type(exc).__name__}")
 
     async def aclose(self) -> None:
         await self.transport.aclose()

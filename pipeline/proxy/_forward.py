@@ -28,7 +28,7 @@ from ..sanitize import OBSERVER_EXTENSION
 from ._config import ProxyConfig
 from ._headers import Keys, OutsideBase, forwarded_headers, upstream_path
 from ._log import Report
-from ._metrics import Tracing
+from ._metrics import TooDeep, Tracing, model_of
 from ._relay import UpstreamCut, relay
 from ._scrub import Scrubber, scrub_headers
 
@@ -122,6 +122,10 @@ class Forwarder:
         except _ClientGone:
             report.cut = "client"
             return
+        try:
+            model_of(body)  # what the transport's reading of the body would trip on, refused here instead
+        except TooDeep as exc:
+            raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="body_nesting") from None
         relative = path[len(self.base.path.rstrip("/")) + 1:]
         out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers, relative=relative)
         span = self.tracing.start(scope["method"], relative, body, out_headers)
@@ -207,7 +211,7 @@ class Forwarder:
             if scrub is not None:
                 headers = scrub_headers(headers, scrub.key)
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            progress.started = True
+            progress.started = report.responded = True
             try:
                 async for piece in relay(response, decoded=scrub is not None):
                     if scrub is not None and not (piece := scrub.feed(piece)):

@@ -26,8 +26,8 @@ _FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "le
 class Report:
     """One request's outcome, filled in as it goes (the proxy's state for that request, not a value)."""
 
-    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "path", "repairs", "started", "status",
-                 "ttfb_s", "upstream_s", "upstream_status")
+    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "path", "repairs", "responded", "started",
+                 "status", "ttfb_s", "upstream_s", "upstream_status")
 
     def __init__(self, method: str, path: str) -> None:
         self.method, self.path = method, path
@@ -39,7 +39,10 @@ class Report:
         self.repairs: Counter[str] = Counter()
         self.bytes_out = 0
         self.cut: str | None = None
-        """Why the response was cut before its end (``client``, ``deadline``, ``upstream``), if it was."""
+        """Why the response was cut before its end (``client``, ``deadline``, ``upstream``, ``shutdown``,
+        ``error``), if it was."""
+        self.responded = False
+        """The response's head went to the client (after that, a failure can only cut it)."""
         self.ttfb_s: float | None = None
         self.upstream_s: float | None = None
         self._repair: Any = None
