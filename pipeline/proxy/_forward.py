@@ -1,12 +1,14 @@
 """One request to ``/v1/<path>``, forwarded (an ASGI handler over the sanitizing transport).
 
 In order, each step answering at once when it refuses (docs/proxy.md): the client's key (401, nothing goes
-upstream), the path (400 when it leaves the upstream's base path, or holds a ``#``), the cap on requests in flight
-(503 with ``Retry-After``), the body (413 past ``max_body_bytes``, told by ``Content-Length`` before a byte is read,
-else counted as it comes; 408 when the client stops sending it). Then the request goes upstream while a watcher waits
-for the client to hang up: a hang-up at any point, before the first byte too, cancels the upstream request, and so
-does the total deadline (504 before the response started; after it, the response is cut). Every request, refused or not,
-ends with one ``Report`` handed to ``on_done`` (access log, metrics, span).
+upstream), the path (400 when it leaves the upstream's base path, or holds a ``#``), the body (413 past
+``max_body_bytes``, told by ``Content-Length`` before a byte is read, else counted as it comes; 408 when the client
+stops sending it or has not sent it all within ``body_timeout``; 400 when its JSON nests too deep to read), and only
+then the cap on requests in flight (503 with ``Retry-After``): a client dripping its body holds no slot. Then the
+request goes upstream while a watcher waits for the client to hang up: a hang-up at any point, before the first byte
+too, cancels the upstream request, and so does the total deadline (504 before the response started; after it, the
+response is cut). Every request, refused or not, ends with one ``Report`` handed to ``on_done`` (access log, metrics,
+span).
 """
 
 from __future__ import annotations
@@ -103,22 +105,9 @@ class Forwarder:
         except httpx.InvalidURL:
             raise Refused(400, Code.INVALID_REQUEST, "the request target is not a URL path and query",
                           reason="path") from None
-        if self.in_flight >= self.config.max_streams:
-            raise Refused(503, Code.SERVER, f"the proxy has {self.in_flight} requests in flight, its limit "
-                          "(--max-streams); retry shortly", reason="max_streams", headers=(("retry-after", "1"),))
-        self.in_flight += 1
-        self.on_in_flight(self.in_flight)
-        try:
-            await self._forward(scope, receive, send, report, path, url, headers)
-        finally:
-            self.in_flight -= 1
-            self.on_in_flight(self.in_flight)
-
-    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str, url: httpx.URL,
-                       headers: list[tuple[bytes, bytes]]) -> None:
         deadline = time.monotonic() + self.config.total_timeout
-        try:
-            body = await self._body(receive, headers, deadline)
+        try:  # the body before a slot: a client dripping its body holds no slot (and /ready stays up)
+            body = await self._body(receive, headers, min(deadline, time.monotonic() + self.config.body_timeout))
         except _ClientGone:
             report.cut = "client"
             return
@@ -126,6 +115,19 @@ class Forwarder:
             model_of(body)  # what the transport's reading of the body would trip on, refused here instead
         except TooDeep as exc:
             raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="body_nesting") from None
+        if self.in_flight >= self.config.max_streams:
+            raise Refused(503, Code.SERVER, f"the proxy has {self.in_flight} requests in flight, its limit "
+                          "(--max-streams); retry shortly", reason="max_streams", headers=(("retry-after", "1"),))
+        self.in_flight += 1
+        self.on_in_flight(self.in_flight)
+        try:
+            await self._forward(scope, receive, send, report, path, url, headers, body, deadline)
+        finally:
+            self.in_flight -= 1
+            self.on_in_flight(self.in_flight)
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str, url: httpx.URL,
+                       headers: list[tuple[bytes, bytes]], body: bytes, deadline: float) -> None:
         relative = path[len(self.base.path.rstrip("/")) + 1:]
         out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers, relative=relative)
         span = self.tracing.start(scope["method"], relative, body, out_headers)
@@ -151,8 +153,10 @@ class Forwarder:
             try:
                 message = await asyncio.wait_for(receive(), wait)
             except TimeoutError:
-                raise Refused(408, Code.TIMEOUT, "the client stopped sending its request body", reason="body_timeout"
-                              ) from None
+                late = time.monotonic() >= deadline
+                raise Refused(408, Code.TIMEOUT, f"the client did not send its request body within "
+                              f"{self.config.body_timeout:g} s (--body-timeout)" if late else
+                              "the client stopped sending its request body", reason="body_timeout") from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")
