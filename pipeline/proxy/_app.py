@@ -13,6 +13,7 @@ Every request ends with one access-log line (``llm_stream.proxy.access``); the m
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -127,6 +128,9 @@ class ProxyApp:
                                                      refused.headers)
         except Exception as exc:  # the last resort: no exception escapes the app (no 500 with a traceback)
             await self._failed(exc, report, send)
+        except asyncio.CancelledError:  # cancelled by the server itself, past the proxy's own cut at shutdown
+            report.cut = report.cut or "shutdown"
+            raise
         finally:
             report.settle()
             if report.status == 0 and report.cut == "client":
@@ -145,6 +149,11 @@ class ProxyApp:
         report.status, report.finish = 502, Code.UNKNOWN
         report.bytes_out += await error_response(send, 502, Code.UNKNOWN, "the proxy could not relay the upstream's "
                                                  f"answer: {type(exc).__name__}")
+
+    def cut_all(self) -> int:
+        """Cuts every response in flight, each with its format's in-band error when it is a repaired stream
+        (``cut=shutdown``): what the server does when the SIGTERM grace period ends."""
+        return self._forward.cut_all()
 
     async def aclose(self) -> None:
         await self.transport.aclose()

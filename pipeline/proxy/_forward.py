@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import httpx
 
-from operators import Code, LlmStreamError
+from operators import Code, Failure, LlmStreamError
 from operators.extend import OWN_ERROR_TYPE
 
 from ..sanitize import OBSERVER_EXTENSION
@@ -80,6 +80,29 @@ class Forwarder:
     tracing: Tracing
     in_flight: int = 0
     on_in_flight: Callable[[int], None] = lambda count: None
+
+    _exchanges: dict[asyncio.Future[None], tuple[_Progress, Report]] = attrs.field(factory=dict, init=False)
+
+    def cut_all(self) -> int:
+        """Cuts every response in flight (the end of the SIGTERM grace period): a repaired stream gets its format's
+        in-band error first; each request's report says ``cut=shutdown``. Returns how many were cut."""
+        failure = Failure(Code.SERVER, "the proxy shut down before the stream ended (its grace period passed); retry")
+        for exchange, (progress, report) in list(self._exchanges.items()):
+            progress.shutdown = True
+            if progress.started:  # said now, between two of the repairer's steps, before the cancel disposes of it
+                progress.last_words = report.fail_stream(failure)
+            exchange.cancel()
+        return len(self._exchanges)
+
+    @staticmethod
+    async def _last_words(send: Send, report: Report, progress: _Progress, scrub: Scrubber | None) -> None:
+        tail = progress.last_words
+        if scrub is not None:
+            tail = scrub.feed(tail) + scrub.close() if tail else b""
+        report.cut = "shutdown"
+        if tail:
+            report.bytes_out += len(tail)
+            await send({"type": "http.response.body", "body": tail, "more_body": True})
 
     def _timeouts(self) -> dict[str, float]:
         c = self.config
@@ -174,6 +197,7 @@ class Forwarder:
         progress = _Progress()
         exchange = asyncio.ensure_future(self._send(request, send, report, progress))
         watcher = asyncio.ensure_future(_hang_up(receive))
+        self._exchanges[exchange] = (progress, report)
         try:
             done, _ = await asyncio.wait({exchange, watcher}, timeout=max(0.0, deadline - time.monotonic()),
                                          return_when=asyncio.FIRST_COMPLETED)
@@ -182,6 +206,16 @@ class Forwarder:
             raise
         finally:
             watcher.cancel()
+            self._exchanges.pop(exchange, None)
+        if progress.shutdown:  # cut at the end of the grace period (``cut_all``)
+            try:
+                await exchange
+            except asyncio.CancelledError:
+                if not progress.started:
+                    raise Refused(503, Code.SERVER, "the proxy is shutting down; retry", reason="shutdown",
+                                  headers=(("retry-after", "1"),)) from None
+            report.cut = "shutdown"
+            return
         if exchange in done or progress.complete:  # a complete response also ends the watcher
             await exchange
             return
@@ -214,8 +248,8 @@ class Forwarder:
                        if k.lower() not in _RESPONSE_DROPPED and k.lower() not in named]
             if scrub is not None:
                 headers = scrub_headers(headers, scrub.key)
+            progress.started = report.responded = True  # from here on, a failure can only cut the response
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            progress.started = report.responded = True
             try:
                 async for piece in relay(response, decoded=scrub is not None):
                     if scrub is not None and not (piece := scrub.feed(piece)):
@@ -224,6 +258,11 @@ class Forwarder:
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
             except UpstreamCut:
                 report.cut = "upstream"  # the response is left without its end: the client sees it was cut
+                return
+            except asyncio.CancelledError:
+                if not progress.shutdown:
+                    raise
+                await self._last_words(send, report, progress, scrub)  # the format's in-band error, then no end
                 return
             if scrub is not None and (piece := scrub.close()):
                 report.bytes_out += len(piece)
@@ -245,6 +284,10 @@ def _scrubber(key: str | None, response: httpx.Response) -> Scrubber | None:
 class _Progress:
     started: bool = False
     complete: bool = False
+    shutdown: bool = False
+    """Cut by ``cut_all``: the server's grace period ended."""
+    last_words: bytes = b""
+    """What a repaired stream says before that cut: its format's in-band error event."""
 
 
 async def _hang_up(receive: Receive) -> None:

@@ -51,6 +51,17 @@ class Report:
         """The sanitizing transport hands over each attempt's ``StreamRepair`` (the last one stands)."""
         self._repair = repair
 
+    def fail_stream(self, failure: Any) -> bytes:
+        """The rest of a repaired stream ended by ``failure``: its format's in-band error event (``b""`` for a
+        response that is no repaired stream, or one already over)."""
+        repair = self._repair
+        if repair is None or repair.finish is not None or repair.failure is not None:
+            return b""
+        try:
+            return bytes(repair.fail(failure))
+        except Exception:  # a repairer that cannot say it: the cut alone tells the client
+            return b""
+
     def settle(self) -> None:
         """Reads the finish, the failure and the repairs of the stream's last attempt, once it is over."""
         repair, self._repair = self._repair, None

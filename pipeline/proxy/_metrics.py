@@ -40,7 +40,8 @@ class Metrics:
             prefix + "streams_refused", "Requests refused before anything went upstream, by reason", ["reason"],
             registry=self.registry)
         self.cut = Counter(
-            prefix + "streams_cut", "Responses cut before their end, by reason (client, deadline, upstream)",
+            prefix + "streams_cut", "Responses cut before their end, by reason (client, deadline, upstream, shutdown, "
+            "error)",
             ["reason"], registry=self.registry)
         self.ttfb = Histogram(
             prefix + "upstream_ttfb_seconds", "Time from sending a request upstream to its first (clean) byte",

@@ -18,6 +18,7 @@ import pytest
 from proxy_gateway import sse_text
 
 from pipeline.proxy import Proxy, ProxyConfig
+from pipeline.proxy._config import LogFormat
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CLIENT_KEY = "sk-client-own-key-abcdef"
@@ -177,7 +178,7 @@ class _Lines(logging.Handler):
 
 @pytest.mark.parametrize("log_format", ["json", "text"])
 def test_log_redaction_changes_values_only_never_the_access_logs_field_names(
-    echo: tuple[str, list[Any]], log_format: str
+    echo: tuple[str, list[Any]], log_format: LogFormat
 ) -> None:
     key = "sk-upstream-status-key-0123"  # shares "upstream" (and "_status") with the line's own words
     handler = _Lines()
