@@ -9,7 +9,8 @@ key never reaches the client").
   events): an event whose streamed text (a delta's ``content``, ``text``, ``arguments``, ...) ends with what could be
   the start of the key is held until the next event with text at the same place shows whether the key goes on; if it
   does, those events are re-encoded with the key's part replaced (``[redacted]`` where it began). The check is one
-  regular-expression search per event; only an event it finds is decoded.
+  regular-expression search per read (a string value ending with a start of the key); only an event it finds is
+decoded.
 """
 
 from __future__ import annotations
@@ -124,16 +125,17 @@ class Scrubber:
         self._path: Path = ()
         self._partial = ""  # the key's start the held events' text ends with
         self._first = 0  # how much of it the first held event holds
+        self._pair = self._key[:1] + b'"'
         self._candidate = re.compile(
             re.escape(self._key[:1]) + b"".join(b"(?:" + re.escape(self._key[i:i + 1]) for i in range(1, len(key) - 1))
-            + b")?" * (len(key) - 2) + b'"'
+            + b")?" * (len(key) - 2) + rb'"(?!\s*:)'  # a string value (not a name) that ends with the key's start
         )
         self.redacted = 0
 
     def feed(self, data: bytes) -> bytes:
         buf = self._rest + data if self._rest else data
         self._rest = b""
-        end = _last_end(buf) if self._events else -1
+        end = (len(buf) if buf.endswith(b"\n\n") else _last_end(buf)) if self._events else -1
         if end == -1:  # no event's end here: an event stream's is awaited (up to a bound); other bytes flow
             if self._events and len(buf) <= _PENDING_CAP:
                 self._rest = buf
@@ -143,9 +145,18 @@ class Scrubber:
         if self._key in whole:
             self.redacted += whole.count(self._key)
             whole = whole.replace(self._key, REDACTED)
-        if not self._held and not self._candidate.search(whole):
+        if not self._held and not self._maybe(whole):
             return whole  # the common case: nothing here could begin the key
         return b"".join(self._event(raw) for raw in _EVENT_END.split(whole) if raw)
+
+    def _maybe(self, data: bytes) -> bool:
+        """``data`` may hold a string value ending with a start of the key: first two counts (every ``s"`` of a key
+        beginning with ``s`` is a name's end, ``s":``, in most events), then the search itself."""
+        pair = self._pair
+        count = data.count(pair)
+        if not count or count == data.count(pair + b":"):
+            return False
+        return self._candidate.search(data) is not None
 
     def close(self) -> bytes:
         rest, self._rest = self._rest, b""
@@ -164,7 +175,7 @@ class Scrubber:
         return b"".join(event.raw for event in held)
 
     def _event(self, raw: bytes) -> bytes:
-        if not self._held and not self._candidate.search(raw):
+        if not self._held and not self._maybe(raw):
             return raw
         event = _Event(raw)
         out = b""
