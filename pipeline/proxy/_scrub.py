@@ -125,7 +125,7 @@ class Scrubber:
         self._path: Path = ()
         self._partial = ""  # the key's start the held events' text ends with
         self._first = 0  # how much of it the first held event holds
-        self._pair = self._key[:1] + b'"'
+        self._pair, self._head = self._key[:1] + b'"', self._key[:2]
         self._candidate = re.compile(
             re.escape(self._key[:1]) + b"".join(b"(?:" + re.escape(self._key[i:i + 1]) for i in range(1, len(key) - 1))
             + b")?" * (len(key) - 2) + rb'"(?!\s*:)'  # a string value (not a name) that ends with the key's start
@@ -150,12 +150,13 @@ class Scrubber:
         return b"".join(self._event(raw) for raw in _EVENT_END.split(whole) if raw)
 
     def _maybe(self, data: bytes) -> bool:
-        """``data`` may hold a string value ending with a start of the key: first two counts (every ``s"`` of a key
-        beginning with ``s`` is a name's end, ``s":``, in most events), then the search itself."""
-        pair = self._pair
-        count = data.count(pair)
-        if not count or count == data.count(pair + b":"):
-            return False
+        """``data`` may hold a string value ending with a start of the key. Cheap tests first: the key's first two
+        characters somewhere (a start of two or more), or more of its first character before a quote than there are
+        names ending so (``s"`` against ``s":``, for a key beginning with ``s``); then the search itself."""
+        if self._head not in data:
+            count = data.count(self._pair)
+            if not count or count == data.count(self._pair + b":"):
+                return False
         return self._candidate.search(data) is not None
 
     def close(self) -> bytes:

@@ -208,3 +208,16 @@ def test_log_redaction_changes_values_only_never_the_access_logs_field_names(
         assert " upstream=200 " in keyed
     path = json.loads(keyed)["path"] if log_format == "json" else keyed.split('"')[1]
     assert not any(key[at:at + 8] in path for at in range(len(key) - 7))  # the values lose every cut of the key
+
+
+def test_the_scrubber_redacts_the_key_split_at_any_point_across_events_in_any_reads() -> None:
+    from pipeline.proxy._scrub import Scrubber
+
+    for split in range(1, len(UPSTREAM_KEY)):
+        events = [_event("key: " + UPSTREAM_KEY[:split]), _event(UPSTREAM_KEY[split:] + " ok"), _END]
+        body = b"".join(events)
+        for size in (1, 7, 64, len(body)):
+            scrubber = Scrubber(UPSTREAM_KEY, events=True)
+            out = b"".join(scrubber.feed(body[at:at + size]) for at in range(0, len(body), size)) + scrubber.close()
+            assert UPSTREAM_KEY.encode() not in out
+            assert sse_text(out) == "key: [redacted] ok", (split, size)
