@@ -39,15 +39,8 @@ from operators import Anomaly, Chunk, Failure, Finish, Retry
 from ._chunk_stage import ChunkStage, chunk_operator
 
 __all__ = [
-    "ENV_VAR",
-    "ROOT",
-    "VALUES_REDACTED",
-    "configure_from_env",
-    "get_logger",
-    "log_chunks",
-    "redact_secrets",
-    "register_key_headers",
-    "register_secret",
+    "ENV_VAR", "ROOT", "VALUES_REDACTED", "configure_from_env", "get_logger", "log_chunks",
+    "redact_secrets", "register_key_headers", "register_secret",
 ]
 
 ROOT = "llm_stream"
@@ -156,14 +149,12 @@ def _redact_header_values(text: str) -> str:
     return text
 
 
-def _redact_whole_keys(text: str) -> str:
-    """``text`` without any registered key whole (in any letter case): the structure-keeping redaction of a record
-    whose values were redacted by its producer."""
+def _whole_keys(text: str) -> str:
+    """``text`` without any registered key whole, in any letter case (a ``VALUES_REDACTED`` record's redaction)."""
     with _lock:
         keys = tuple(_patterns)
     for key in keys:
-        if key.lower() in text.lower():
-            text = re.sub(re.escape(key), REDACTED, text, flags=re.IGNORECASE)
+        text = re.sub(re.escape(key), REDACTED, text, flags=re.IGNORECASE)
     return text
 
 
@@ -181,10 +172,8 @@ class _RedactingFilter(logging.Filter):
         if not _patterns and not _header_values:
             return True
         message = record.getMessage()
-        if getattr(record, VALUES_REDACTED, False):
-            redacted = _redact_whole_keys(message)
-        else:
-            redacted = _redact_header_values(redact_secrets(message))
+        whole_keys_only = getattr(record, VALUES_REDACTED, False)  # the producer redacted each value itself
+        redacted = _whole_keys(message) if whole_keys_only else _redact_header_values(redact_secrets(message))
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[0] is not None:
