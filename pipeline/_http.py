@@ -91,7 +91,7 @@ def body_failure(
         return Failure(Code.EMPTY_RESPONSE, message, status=status)
     try:
         parsed = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read: shown as text
         parsed = None
     if isinstance(parsed, dict) and "error" in parsed and not parsed.get("choices"):
         failure = classify_inband_error(parsed["error"])

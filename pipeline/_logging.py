@@ -39,14 +39,8 @@ from operators import Anomaly, Chunk, Failure, Finish, Retry
 from ._chunk_stage import ChunkStage, chunk_operator
 
 __all__ = [
-    "ENV_VAR",
-    "ROOT",
-    "configure_from_env",
-    "get_logger",
-    "log_chunks",
-    "redact_secrets",
-    "register_key_headers",
-    "register_secret",
+    "ENV_VAR", "ROOT", "VALUES_REDACTED", "configure_from_env", "get_logger", "log_chunks",
+    "redact_secrets", "register_key_headers", "register_secret",
 ]
 
 ROOT = "llm_stream"
@@ -54,6 +48,10 @@ ENV_VAR = "LLM_STREAM_LOG"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 FORMAT = "[%(asctime)s - %(name)s:%(lineno)d - %(levelname)s] %(message)s"
 REDACTED = "[redacted]"
+VALUES_REDACTED = "llm_stream_values_redacted"
+"""``logger.info(..., extra={VALUES_REDACTED: True})``: the record's producer redacted each value it wrote into the
+message (``redact_secrets``); the filter then keeps the message's own words (a structured line's field names,
+``upstream_status``) and replaces only whole keys, not every 8-character run that a key happens to share with them."""
 MIN_SECRET_CHARS = 8  # as the chunk redaction (docs/decisions/0015-redaction.md): shorter is no secret
 
 _lock = threading.Lock()
@@ -151,6 +149,15 @@ def _redact_header_values(text: str) -> str:
     return text
 
 
+def _whole_keys(text: str) -> str:
+    """``text`` without any registered key whole, in any letter case (a ``VALUES_REDACTED`` record's redaction)."""
+    with _lock:
+        keys = tuple(_patterns)
+    for key in keys:
+        text = re.sub(re.escape(key), REDACTED, text, flags=re.IGNORECASE)
+    return text
+
+
 def register_secret(secret: str | None) -> None:
     """Every later record of an ``llm_stream`` logger loses ``secret`` (ignored when None or too short)."""
     if secret and len(secret) >= MIN_SECRET_CHARS:
@@ -165,7 +172,8 @@ class _RedactingFilter(logging.Filter):
         if not _patterns and not _header_values:
             return True
         message = record.getMessage()
-        redacted = _redact_header_values(redact_secrets(message))
+        whole_keys_only = getattr(record, VALUES_REDACTED, False)  # the producer redacted each value itself
+        redacted = _whole_keys(message) if whole_keys_only else _redact_header_values(redact_secrets(message))
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[0] is not None:

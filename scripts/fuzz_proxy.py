@@ -29,6 +29,7 @@ from scripts.fuzz_proxy_cases import (
     CLIENT_KEYS,
     HOP,
     JSON,
+    ODD,
     PROXY_TOKENS,
     SSE,
     UPSTREAM_HOST,
@@ -103,14 +104,15 @@ def plan_of(data: bytes, client: Client) -> Plan:
     pieces = [body[a:b] for a, b in itertools.pairwise(edges)]
     streamed_chat = client.method == "POST" and client.target.split(b"?")[0].rstrip(b"/").endswith(
         b"/chat/completions") and b'"stream":true' in body.replace(b" ", b"")
-    answers: list[Answer] = ["json", "429", "connect", "cut"]
-    answers += ["sse", "sse"] if streamed_chat else []
+    answers: list[Answer] = ["json", "429", "connect", "cut", "odd"]
+    answers += ["sse", "sse", "odd"] if streamed_chat else []
     return Plan(
         base=rng.choice(BASES), client_keys=rng.random() < 0.5, upstream_key=rng.random() < 0.5,
         forward=rng.choice(FORWARD_SETS), max_body=rng.choice([64, 1024, 64 << 20]), pieces=pieces,
         hang_up=rng.choice(["none", "none", "none", "body", "wait", "response"]),
         hang_at=rng.randint(0, len(pieces) - 1),
         answer=rng.choice(answers), mode=rng.choice(["stream", "buffered"]), log_format=rng.choice(["text", "json"]),
+        odd=rng.randrange(len(ODD)),
     )
 
 
@@ -136,6 +138,7 @@ class Upstream(httpx.AsyncBaseTransport):
 
     def __init__(self) -> None:
         self.answer: Answer = "json"
+        self.odd = 0
         self.sent: list[Sent] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -149,6 +152,10 @@ class Upstream(httpx.AsyncBaseTransport):
             raise
         if self.answer == "connect":
             raise httpx.ConnectError("connection refused", request=request)
+        if self.answer == "odd":
+            status, kind, odd = ODD[self.odd]
+            return httpx.Response(status, headers=[("content-type", kind.decode())],
+                                  stream=_Body([odd[:40], odd[40:]], False, sent), request=request)
         if self.answer == "sse":
             return httpx.Response(200, headers=[("content-type", "text/event-stream")],
                                   stream=_Body([SSE[:40], SSE[40:]], False, sent), request=request)
@@ -230,7 +237,7 @@ def run_proxy(data: bytes, plan: Plan | None = None) -> Run | None:
         return None
     plan = plan or plan_of(data, client)
     app, upstream = _app(plan)
-    upstream.answer, upstream.sent = plan.answer, []
+    upstream.answer, upstream.odd, upstream.sent = plan.answer, plan.odd, []
     run = Run(client, plan)
     _loop = _loop or asyncio.new_event_loop()  # one loop for every input: a new one per input costs more than it
     logger = logging.getLogger("llm_stream")

@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["ANSWERS", "CLIENT_KEYS", "HOP", "JSON", "PROXY_TOKENS", "SSE", "UPSTREAM_HOST", "UPSTREAM_KEY",
-           "UPSTREAM_PORT", "Answer", "Client", "Plan", "Run", "Sent", "proxy_seeds"]
+__all__ = ["ANSWERS", "CLIENT_KEYS", "DEEP", "HOP", "JSON", "ODD", "PROXY_TOKENS", "SSE", "UPSTREAM_HOST",
+           "UPSTREAM_KEY", "UPSTREAM_PORT", "Answer", "Client", "Plan", "Run", "Sent", "json_depth", "own_keys",
+           "proxy_seeds", "without_keys"]
 
 CLIENT_KEYS = ("fzc1Q7x2m9LpV3wA", "fzc2B4n8v1RtK6yE")
 UPSTREAM_KEY = "fzuZ5k3w8HdN2qJr"
@@ -24,7 +25,28 @@ SSE = b"".join(
     for delta, reason in ((b'{"role":"assistant","content":""}', b"null"), (b'{"content":"hi"}', b"null"),
                           (b"{}", b'"stop"'))
 ) + b"data: [DONE]\n\n"
-Answer = Literal["json", "429", "connect", "cut", "sse"]
+DEEP = 5000
+"""Levels of nesting of the deep bodies: past any JSON decoder's (about 1,000)."""
+
+
+def _chunk(delta: bytes) -> bytes:
+    return b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":%s}]}\n\n' % delta
+
+
+ODD: tuple[tuple[int, bytes, bytes], ...] = (
+    (200, b"text/event-stream", _chunk(b'{"tool_calls":[{"index":{"a":1},"id":"x","function":{"name":"f"}}]}')),
+    (200, b"text/event-stream", _chunk(b'{"tool_calls":[{"index":[0],"id":"x","function":{"name":"f"}}]}')),
+    (200, b"text/event-stream", _chunk(b'{"tool_calls":[{"index":"0","id":7,"function":{"name":[]}}]}')),
+    (200, b"text/event-stream", _chunk(b'{"content":{"text":1}}') + b"data: [DONE]\n\n"),
+    (200, b"text/event-stream", b'data: {"choices":"x"}\n\ndata: null\n\ndata: 7\n\ndata: []\n\n'),
+    (200, b"text/event-stream", b'data: {"error":' + b"[" * DEEP + b"]" * DEEP + b"}\n\n"),
+    (200, b"text/event-stream", _chunk(b'{"content":' + b"[" * DEEP + b"]" * DEEP + b"}")),
+    (503, b"application/json", b'{"error":' + b"[" * DEEP + b"]" * DEEP + b"}"),
+    (200, b"application/json", b'{"choices":' + b"{" * 3 + b"}" * 3 + b',"x":1e999999}'),
+)
+"""Upstream answers with odd JSON types and nesting past any decoder: (status, content type, body). The proxy answers
+each in the API's shape (or cuts the stream after its first byte), never with a 500 of its own."""
+Answer = Literal["json", "429", "connect", "cut", "sse", "odd"]
 
 
 @attrs.define
@@ -50,6 +72,8 @@ class Plan:
     answer: Answer
     mode: Literal["stream", "buffered"] = "stream"
     log_format: Literal["text", "json"] = "text"
+    odd: int = 0
+    """Which of ``ODD`` the upstream answers (``answer == "odd"``)."""
 
 
 @attrs.define
@@ -80,6 +104,35 @@ class Run:
     hung_up: bool = False
 
 
+def json_depth(body: bytes) -> int:
+    """How deep ``body``'s brackets nest, strings skipped (what a JSON decoder recurses into)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def without_keys(value: bytes, keys: list[bytes], replacement: bytes) -> bytes:
+    for key in keys:
+        value = value.replace(key, replacement)
+    return value
+
+
+def own_keys(run: Run) -> list[bytes]:
+    """The proxy's own keys in this run: never sent upstream where a client wrote them (query, header values)."""
+    keys = [*(CLIENT_KEYS if run.plan.client_keys else ()), *([UPSTREAM_KEY] if run.plan.upstream_key else [])]
+    return [key.encode() for key in keys]
+
+
 def _request(method: str, target: str, headers: list[tuple[str, str]], body: bytes = b"", *, chunked: bool = False
              ) -> bytes:
     head = [f"{method} {target} HTTP/1.1", "Host: 127.0.0.1:8809", *(f"{k}: {v}" for k, v in headers)]
@@ -92,7 +145,8 @@ def _request(method: str, target: str, headers: list[tuple[str, str]], body: byt
 
 
 def proxy_seeds() -> list[bytes]:
-    """A dozen requests: the three APIs, the paths, headers and bodies the proxy must refuse or drop."""
+    """A dozen requests: the three APIs, the paths, headers and bodies the proxy must refuse or drop (a body nested
+    past any JSON decoder among them)."""
     json_type = ("Content-Type", "application/json")
     chat = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
     bearer = ("Authorization", f"Bearer {CLIENT_KEYS[0]}")
@@ -115,6 +169,8 @@ def proxy_seeds() -> list[bytes]:
         _request("GET", "/v1/models?limit=2&after=m%20x&q=%22a%22", [bearer, ("Accept", "application/json")]),
         _request("GET", "/v1/models?", [bearer, ("Proxy-Authorization", "Basic eDp5")]),
         _request("GET", "/health", []),
+        _request("POST", "/v1/chat/completions", [json_type, bearer],
+                 b'{"model":"m","stream":true,"messages":' + b"[" * DEEP + b"]" * DEEP + b"}"),
     ]
 
 

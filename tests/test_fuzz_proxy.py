@@ -13,8 +13,9 @@ import pytest
 
 from pipeline.proxy import _forward as _proxy_forward
 from pipeline.proxy import _headers as _proxy_headers
-from scripts import fuzz, fuzz_proxy, fuzz_proxy_oracle
+from scripts import fuzz, fuzz_proxy, fuzz_proxy_cases, fuzz_proxy_oracle
 from scripts.fuzz_proxy_cases import CLIENT_KEYS, UPSTREAM_KEY, Plan, Run
+from scripts.fuzz_reference import OracleFailure
 
 CHAT = b'{"model":"m","stream":true,"messages":[]}'
 
@@ -59,9 +60,34 @@ def test_every_seed_keeps_the_oracle_under_its_plan_and_under_each_key_setting(i
     fuzz.TARGETS["proxy"](seed)
     for client_keys in (False, True):
         for upstream_key in (False, True):
-            for answer in ("json", "429", "connect", "cut"):
+            for answer in ("json", "429", "connect", "cut", "odd"):
                 fuzz_proxy_oracle.check_run(run(seed, client_keys=client_keys, upstream_key=upstream_key,
                                                 answer=answer, max_body=64 << 20))
+
+
+def test_a_seed_nested_past_any_decoder_is_a_400_and_never_goes_upstream() -> None:
+    (seed,) = [s for s in fuzz_proxy.proxy_seeds() if b"[" * 1000 in s]
+    result = run(seed, client_keys=False, upstream_key=False, answer="json", max_body=64 << 20)
+    fuzz_proxy_oracle.check_run(result)
+    assert result.messages[0]["status"] == 400
+    assert not result.upstream
+
+
+@pytest.mark.parametrize("odd", range(len(fuzz_proxy_cases.ODD)))
+def test_each_odd_upstream_answer_keeps_the_oracle_and_is_never_a_500(odd: int) -> None:
+    seed = fuzz_proxy.proxy_seeds()[0]  # a streamed chat request
+    for mode in ("stream", "buffered"):
+        result = run(seed, client_keys=False, upstream_key=True, answer="odd", max_body=64 << 20, odd=odd, mode=mode)
+        fuzz_proxy_oracle.check_run(result)
+        assert result.messages[0]["status"] != 500
+
+
+def test_the_oracle_catches_the_proxys_own_key_forwarded_in_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    seed = b"GET /v1/models?k=" + fuzz_proxy_cases.UPSTREAM_KEY.encode() + b" HTTP/1.1\r\nHost: a\r\n\r\n"
+    fuzz_proxy_oracle.check_run(run(seed, client_keys=False, upstream_key=True, answer="json", max_body=64))
+    monkeypatch.setattr(_proxy_headers.Keys, "scrub", lambda self, text, replacement="": text)
+    with pytest.raises(OracleFailure, match="the query"):
+        fuzz_proxy_oracle.check_run(run(seed, client_keys=False, upstream_key=True, answer="json", max_body=64))
 
 
 def test_a_request_h11_refuses_is_not_a_request() -> None:

@@ -46,6 +46,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     flags = {name: value for name, value in vars(args).items() if name not in ("run", "command")}
+    upstream = flags.get("upstream") or os.environ.get(ProxyConfig.env_var("upstream"), "")
+    if "@" in upstream.partition("://")[2].partition("/")[0].partition("?")[0]:  # before any message shows the URL
+        raise CliError("--upstream must not carry credentials (user:password@host): the proxy would never send them, "
+                       "and would show them; give the upstream's key with --upstream-key-env")
     if flags.get("upstream") is not None:
         check_http_url(flags["upstream"], what="--upstream")
     try:

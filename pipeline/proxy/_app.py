@@ -13,6 +13,7 @@ Every request ends with one access-log line (``llm_stream.proxy.access``); the m
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from operators import Code
 
-from .._logging import get_logger, register_secret
+from .._logging import VALUES_REDACTED, get_logger, register_secret
 from ..sanitize import SanitizingTransport
 from ._config import ProxyConfig
 from ._forward import Forwarder, Receive, Refused, Scope, Send, error_response
@@ -112,7 +113,7 @@ class ProxyApp:
 
     def _access(self, report: Report) -> None:
         if self.config.log_format != "off" and self._log.isEnabledFor(logging.INFO):
-            self._log.info("%s", access_line(report, self.config.log_format))
+            self._log.info("%s", access_line(report, self.config.log_format), extra={VALUES_REDACTED: True})
 
     async def _proxied(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw: bytes = scope.get("raw_path") or scope["path"].encode()
@@ -125,12 +126,34 @@ class ProxyApp:
             report.finish = report.finish or refused.code
             report.bytes_out += await error_response(send, refused.status, refused.code, str(refused),
                                                      refused.headers)
+        except Exception as exc:  # the last resort: no exception escapes the app (no 500 with a traceback)
+            await self._failed(exc, report, send)
+        except asyncio.CancelledError:  # cancelled by the server itself, past the proxy's own cut at shutdown
+            report.cut = report.cut or "shutdown"
+            raise
         finally:
             report.settle()
             if report.status == 0 and report.cut == "client":
                 report.status = 499  # the client closed the request before an answer (as nginx logs it)
             self.metrics.record(report)
             self._access(report)
+
+    async def _failed(self, exc: Exception, report: Report, send: Send) -> None:
+        """An unexpected error: one line in the proxy's log (no traceback); a 502 in the API's shape if the response
+        had not begun, else the response is cut (``cut=error``: the client sees it end without its end)."""
+        get_logger("proxy").error("%s %s failed in the proxy: %s: %s", report.method, report.path,
+                                  type(exc).__name__, str(exc)[:200])
+        if report.responded:
+            report.cut = "error"
+            return
+        report.status, report.finish = 502, Code.UNKNOWN
+        report.bytes_out += await error_response(send, 502, Code.UNKNOWN, "the proxy could not relay the upstream's "
+                                                 f"answer: {type(exc).__name__}")
+
+    def cut_all(self) -> int:
+        """Cuts every response in flight, each with its format's in-band error when it is a repaired stream
+        (``cut=shutdown``): what the server does when the SIGTERM grace period ends."""
+        return self._forward.cut_all()
 
     async def aclose(self) -> None:
         await self.transport.aclose()

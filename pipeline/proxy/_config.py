@@ -25,9 +25,25 @@ LogFormat: TypeAlias = Literal["text", "json", "off"]
 MiB = 1024 * 1024
 
 
+_CREDENTIALS_REFUSED = ("upstream must not carry credentials (user:password@host): the proxy would never send them, "
+                        "and would show them; give the upstream's key with --upstream-key-env")
+
+
+def _has_credentials(url: str) -> bool:
+    """``url`` carries a user or a password (``http://user:pw@host/v1``), well formed or not."""
+    from urllib.parse import urlsplit
+
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:
+        return "@" in url.partition("://")[2].partition("/")[0]
+
+
 def _upstream(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     from urllib.parse import urlsplit
 
+    if _has_credentials(value):
+        raise ValueError(_CREDENTIALS_REFUSED)  # the URL is not shown: it holds a password
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"upstream must be an http(s) URL such as https://api.example.com/v1, got {value!r}")
@@ -156,6 +172,8 @@ class ProxyConfig:
                                      "its connection (default 10)")
     client_idle_timeout: float = _seconds(30.0, "seconds a client connection may stay idle between requests or while "
                                           "sending a body (default 30)")
+    body_timeout: float = _seconds(60.0, "seconds a client has to send a request's whole body, read before the "
+                                   "request takes a stream slot; past it, 408 (default 60)")
     linger_timeout: float = _seconds(30.0, "seconds the proxy goes on reading and discarding a body it answered "
                                      "early (413, 401, ...) so the client reads the answer, not a reset; also ends "
                                      "after 5 s without a byte (default 30)")

@@ -1,12 +1,14 @@
 """One request to ``/v1/<path>``, forwarded (an ASGI handler over the sanitizing transport).
 
 In order, each step answering at once when it refuses (docs/proxy.md): the client's key (401, nothing goes
-upstream), the path (400 when it leaves the upstream's base path, or holds a ``#``), the cap on requests in flight
-(503 with ``Retry-After``), the body (413 past ``max_body_bytes``, told by ``Content-Length`` before a byte is read,
-else counted as it comes; 408 when the client stops sending it). Then the request goes upstream while a watcher waits
-for the client to hang up: a hang-up at any point, before the first byte too, cancels the upstream request, and so
-does the total deadline (504 before the response started; after it, the response is cut). Every request, refused or not,
-ends with one ``Report`` handed to ``on_done`` (access log, metrics, span).
+upstream), the path (400 when it leaves the upstream's base path, or holds a ``#``), the body (413 past
+``max_body_bytes``, told by ``Content-Length`` before a byte is read, else counted as it comes; 408 when the client
+stops sending it or has not sent it all within ``body_timeout``; 400 when its JSON nests too deep to read), and only
+then the cap on requests in flight (503 with ``Retry-After``): a client dripping its body holds no slot. Then the
+request goes upstream while a watcher waits for the client to hang up: a hang-up at any point, before the first byte
+too, cancels the upstream request, and so does the total deadline (504 before the response started; after it, the
+response is cut). Every request, refused or not, ends with one ``Report`` handed to ``on_done`` (access log, metrics,
+span).
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ from typing import Any
 import attrs
 import httpx
 
-from operators import Code, LlmStreamError
+from operators import Code, Failure, LlmStreamError
 from operators.extend import OWN_ERROR_TYPE
 
 from ..sanitize import OBSERVER_EXTENSION
 from ._config import ProxyConfig
 from ._headers import Keys, OutsideBase, forwarded_headers, upstream_path
 from ._log import Report
-from ._metrics import Tracing
+from ._metrics import TooDeep, Tracing, model_of
 from ._relay import UpstreamCut, relay
+from ._scrub import Scrubber, scrub_headers
 
 __all__ = ["Forwarder", "Refused", "error_response"]
 
@@ -78,6 +81,29 @@ class Forwarder:
     in_flight: int = 0
     on_in_flight: Callable[[int], None] = lambda count: None
 
+    _exchanges: dict[asyncio.Future[None], tuple[_Progress, Report]] = attrs.field(factory=dict, init=False)
+
+    def cut_all(self) -> int:
+        """Cuts every response in flight (the end of the SIGTERM grace period): a repaired stream gets its format's
+        in-band error first; each request's report says ``cut=shutdown``. Returns how many were cut."""
+        failure = Failure(Code.SERVER, "the proxy shut down before the stream ended (its grace period passed); retry")
+        for exchange, (progress, report) in list(self._exchanges.items()):
+            progress.shutdown = True
+            if progress.started:  # said now, between two of the repairer's steps, before the cancel disposes of it
+                progress.last_words = report.fail_stream(failure)
+            exchange.cancel()
+        return len(self._exchanges)
+
+    @staticmethod
+    async def _last_words(send: Send, report: Report, progress: _Progress, scrub: Scrubber | None) -> None:
+        tail = progress.last_words
+        if scrub is not None:
+            tail = scrub.feed(tail) + scrub.close() if tail else b""
+        report.cut = "shutdown"
+        if tail:
+            report.bytes_out += len(tail)
+            await send({"type": "http.response.body", "body": tail, "more_body": True})
+
     def _timeouts(self) -> dict[str, float]:
         c = self.config
         return {"connect": c.connect_timeout, "read": c.idle_timeout, "write": c.idle_timeout,
@@ -95,30 +121,36 @@ class Forwarder:
         except OutsideBase as exc:
             raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="path") from None
         query = scope.get("query_string") or b""
+        if query and (self.keys.client or self.keys.upstream):  # the proxy's own keys never go upstream
+            query = self.keys.scrub(query.decode("latin-1"), "%5Bredacted%5D").encode("latin-1")
         try:  # no empty "?" added; a "#" (which h11 lets through) is no URL's path or query
             url = self.base.copy_with(raw_path=path.encode("latin-1") + (b"?" + query if query else b""))
         except httpx.InvalidURL:
             raise Refused(400, Code.INVALID_REQUEST, "the request target is not a URL path and query",
                           reason="path") from None
+        deadline = time.monotonic() + self.config.total_timeout
+        try:  # the body before a slot: a client dripping its body holds no slot (and /ready stays up)
+            body = await self._body(receive, headers, min(deadline, time.monotonic() + self.config.body_timeout))
+        except _ClientGone:
+            report.cut = "client"
+            return
+        try:
+            model_of(body)  # what the transport's reading of the body would trip on, refused here instead
+        except TooDeep as exc:
+            raise Refused(400, Code.INVALID_REQUEST, str(exc), reason="body_nesting") from None
         if self.in_flight >= self.config.max_streams:
             raise Refused(503, Code.SERVER, f"the proxy has {self.in_flight} requests in flight, its limit "
                           "(--max-streams); retry shortly", reason="max_streams", headers=(("retry-after", "1"),))
         self.in_flight += 1
         self.on_in_flight(self.in_flight)
         try:
-            await self._forward(scope, receive, send, report, path, url, headers)
+            await self._forward(scope, receive, send, report, path, url, headers, body, deadline)
         finally:
             self.in_flight -= 1
             self.on_in_flight(self.in_flight)
 
     async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str, url: httpx.URL,
-                       headers: list[tuple[bytes, bytes]]) -> None:
-        deadline = time.monotonic() + self.config.total_timeout
-        try:
-            body = await self._body(receive, headers, deadline)
-        except _ClientGone:
-            report.cut = "client"
-            return
+                       headers: list[tuple[bytes, bytes]], body: bytes, deadline: float) -> None:
         relative = path[len(self.base.path.rstrip("/")) + 1:]
         out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers, relative=relative)
         span = self.tracing.start(scope["method"], relative, body, out_headers)
@@ -144,8 +176,10 @@ class Forwarder:
             try:
                 message = await asyncio.wait_for(receive(), wait)
             except TimeoutError:
-                raise Refused(408, Code.TIMEOUT, "the client stopped sending its request body", reason="body_timeout"
-                              ) from None
+                late = time.monotonic() >= deadline
+                raise Refused(408, Code.TIMEOUT, f"the client did not send its request body within "
+                              f"{self.config.body_timeout:g} s (--body-timeout)" if late else
+                              "the client stopped sending its request body", reason="body_timeout") from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")
@@ -163,6 +197,7 @@ class Forwarder:
         progress = _Progress()
         exchange = asyncio.ensure_future(self._send(request, send, report, progress))
         watcher = asyncio.ensure_future(_hang_up(receive))
+        self._exchanges[exchange] = (progress, report)
         try:
             done, _ = await asyncio.wait({exchange, watcher}, timeout=max(0.0, deadline - time.monotonic()),
                                          return_when=asyncio.FIRST_COMPLETED)
@@ -171,6 +206,16 @@ class Forwarder:
             raise
         finally:
             watcher.cancel()
+            self._exchanges.pop(exchange, None)
+        if progress.shutdown:  # cut at the end of the grace period (``cut_all``)
+            try:
+                await exchange
+            except asyncio.CancelledError:
+                if not progress.started:
+                    raise Refused(503, Code.SERVER, "the proxy is shutting down; retry", reason="shutdown",
+                                  headers=(("retry-after", "1"),)) from None
+            report.cut = "shutdown"
+            return
         if exchange in done or progress.complete:  # a complete response also ends the watcher
             await exchange
             return
@@ -196,17 +241,32 @@ class Forwarder:
         report.upstream_status = report.status = response.status_code
         try:
             named = {t.strip().lower() for t in response.headers.get("connection", "").split(",")}
+            scrub = _scrubber(self.keys.upstream, response)  # the upstream key never reaches the client
+            if scrub is not None:
+                named.add("content-encoding")  # the body is scrubbed decoded
             headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.multi_items()
                        if k.lower() not in _RESPONSE_DROPPED and k.lower() not in named]
+            if scrub is not None:
+                headers = scrub_headers(headers, scrub.key)
+            progress.started = report.responded = True  # from here on, a failure can only cut the response
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-            progress.started = True
             try:
-                async for piece in relay(response):
+                async for piece in relay(response, decoded=scrub is not None):
+                    if scrub is not None and not (piece := scrub.feed(piece)):
+                        continue
                     report.bytes_out += len(piece)
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
             except UpstreamCut:
                 report.cut = "upstream"  # the response is left without its end: the client sees it was cut
                 return
+            except asyncio.CancelledError:
+                if not progress.shutdown:
+                    raise
+                await self._last_words(send, report, progress, scrub)  # the format's in-band error, then no end
+                return
+            if scrub is not None and (piece := scrub.close()):
+                report.bytes_out += len(piece)
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
             progress.complete = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
@@ -214,10 +274,20 @@ class Forwarder:
             report.upstream_s = time.perf_counter() - sent_at
 
 
+def _scrubber(key: str | None, response: httpx.Response) -> Scrubber | None:
+    if key is None or len(key) < 8:  # as everywhere (decision 0015): a shorter key is no secret
+        return None
+    return Scrubber(key, events=response.headers.get("content-type", "").startswith("text/event-stream"))
+
+
 @attrs.define
 class _Progress:
     started: bool = False
     complete: bool = False
+    shutdown: bool = False
+    """Cut by ``cut_all``: the server's grace period ended."""
+    last_words: bytes = b""
+    """What a repaired stream says before that cut: its format's in-band error event."""
 
 
 async def _hang_up(receive: Receive) -> None:

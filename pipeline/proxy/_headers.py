@@ -14,13 +14,15 @@ Keys: the key headers are those the wire-format records name (``pipeline.formats
 (``Authorization: Bearer K`` or ``x-api-key: K``), and its key is never forwarded; with ``upstream_key`` that key
 goes upstream in the header of the format whose path begins as the request's (``x-api-key`` for ``messages/...``)
 and as ``Authorization: Bearer`` for every other; with neither, the client's key headers go upstream as they came.
+The proxy's own keys written by a client into a forwarded header's value (or the query, ``Keys.scrub``) go upstream as
+``[redacted]``.
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import attrs
 
@@ -104,6 +106,17 @@ class Keys:
                 matched |= hmac.compare_digest(candidate.encode(), key.encode())
         return matched
 
+    def scrub(self, text: str, replacement: str = "[redacted]") -> str:
+        """``text`` without any of the proxy's own keys (as written, or percent-encoded): a client that writes one
+        into a query or a forwarded header's value does not get it sent upstream."""
+        for key in (*self.client, *((self.upstream,) if self.upstream else ())):
+            if len(key) < 8:
+                continue
+            for form in {key, quote(key, safe="")}:
+                if form in text:
+                    text = text.replace(form, replacement)
+        return text
+
 
 def _matches(name: str, extra: tuple[str, ...]) -> bool:
     return any(name == item or (item.endswith("*") and name.startswith(item[:-1])) for item in extra)
@@ -126,7 +139,7 @@ def forwarded_headers(
             if forward_client_key:
                 out.append((name, value))
         elif name in allowed or _matches(name, extra):
-            out.append((name, value))
+            out.append((name, keys.scrub(value)))
     if keys.upstream is not None:
         out.append(keys.formats.upstream_key(relative, keys.upstream))
     return out

@@ -4,8 +4,9 @@ request on stderr, ``--log-format text|json``); the same report feeds the metric
 The sanitizing transport hands the report each attempt's ``StreamRepair`` (``Report.observe``, given as the request's
 ``OBSERVER_EXTENSION``); once the response is over, ``settle`` reads its finish, its failure and, where the repairer
 counts them, its repairs by kind. A line never holds a key or a
-body: the path is logged without its query, and the line passes the redacting filter of the ``llm_stream`` loggers
-(docs/decisions/0020-environment-and-logging.md).
+body: the path is logged without its query, each of its values is redacted (any key, or a cut of one) and the line
+passes the redacting filter of the ``llm_stream`` loggers, which then keeps its field names and format
+(``VALUES_REDACTED``; docs/decisions/0020-environment-and-logging.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from .._logging import redact_secrets
+
 __all__ = ["Report", "access_line"]
 
 _FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
@@ -23,8 +26,8 @@ _FINISH_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "le
 class Report:
     """One request's outcome, filled in as it goes (the proxy's state for that request, not a value)."""
 
-    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "path", "repairs", "started", "status",
-                 "ttfb_s", "upstream_s", "upstream_status")
+    __slots__ = ("_repair", "bytes_out", "cut", "finish", "method", "path", "repairs", "responded", "started",
+                 "status", "ttfb_s", "upstream_s", "upstream_status")
 
     def __init__(self, method: str, path: str) -> None:
         self.method, self.path = method, path
@@ -36,7 +39,10 @@ class Report:
         self.repairs: Counter[str] = Counter()
         self.bytes_out = 0
         self.cut: str | None = None
-        """Why the response was cut before its end (``client``, ``deadline``, ``upstream``), if it was."""
+        """Why the response was cut before its end (``client``, ``deadline``, ``upstream``, ``shutdown``,
+        ``error``), if it was."""
+        self.responded = False
+        """The response's head went to the client (after that, a failure can only cut it)."""
         self.ttfb_s: float | None = None
         self.upstream_s: float | None = None
         self._repair: Any = None
@@ -44,6 +50,17 @@ class Report:
     def observe(self, repair: Any) -> None:
         """The sanitizing transport hands over each attempt's ``StreamRepair`` (the last one stands)."""
         self._repair = repair
+
+    def fail_stream(self, failure: Any) -> bytes:
+        """The rest of a repaired stream ended by ``failure``: its format's in-band error event (``b""`` for a
+        response that is no repaired stream, or one already over)."""
+        repair = self._repair
+        if repair is None or repair.finish is not None or repair.failure is not None:
+            return b""
+        try:
+            return bytes(repair.fail(failure))
+        except Exception:  # a repairer that cannot say it: the cut alone tells the client
+            return b""
 
     def settle(self) -> None:
         """Reads the finish, the failure and the repairs of the stream's last attempt, once it is over."""
@@ -63,21 +80,27 @@ class Report:
 
 
 def access_line(report: Report, log_format: str) -> str:
-    """One line: method, path, status, upstream status, finish, repairs, duration, bytes (and why it was cut)."""
-    repairs = ",".join(f"{kind}:{count}" for kind, count in sorted(report.repairs.items()))
+    """One line: method, path, status, upstream status, finish, repairs, duration, bytes (and why it was cut).
+
+    Each value that is text is redacted here (``redact_secrets``: any registered key, or a cut of one); the line's own
+    field names and format are never touched, so the line is logged with ``VALUES_REDACTED``."""
+    method, path, finish = (redact_secrets(value) if value else value
+                            for value in (report.method, report.path, report.finish))
+    repaired = {redact_secrets(kind): count for kind, count in sorted(report.repairs.items())}
+    repairs = ",".join(f"{kind}:{count}" for kind, count in repaired.items())
     duration_ms = round(report.elapsed_s() * 1000, 1)
     if log_format == "json":
         record = {
-            "method": report.method, "path": report.path, "status": report.status,
-            "upstream_status": report.upstream_status, "finish": report.finish,
-            "repairs": dict(sorted(report.repairs.items())), "duration_ms": duration_ms, "bytes": report.bytes_out,
+            "method": method, "path": path, "status": report.status,
+            "upstream_status": report.upstream_status, "finish": finish,
+            "repairs": repaired, "duration_ms": duration_ms, "bytes": report.bytes_out,
         }
         if report.cut:
             record["cut"] = report.cut
         return json.dumps(record, separators=(",", ":"))
     upstream = report.upstream_status if report.upstream_status is not None else "-"
     cut = f" cut={report.cut}" if report.cut else ""
-    return (f'"{report.method} {report.path}" {report.status} upstream={upstream} finish={report.finish or "-"} '
+    return (f'"{method} {path}" {report.status} upstream={upstream} finish={finish or "-"} '
             f"repairs={repairs or '-'} {duration_ms}ms {report.bytes_out}B{cut}")
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from operators import LlmStreamError
 from pipeline.formats import WIRE_REGISTRY
 
 from ._log import Report
@@ -19,7 +20,7 @@ except ImportError:  # pragma: no cover - exercised where opentelemetry-api is n
     _trace = None  # type: ignore[assignment]
     _inject = None  # type: ignore[assignment]
 
-__all__ = ["Metrics", "Tracing", "model_of", "operation_of"]
+__all__ = ["Metrics", "TooDeep", "Tracing", "model_of", "operation_of"]
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
@@ -39,7 +40,8 @@ class Metrics:
             prefix + "streams_refused", "Requests refused before anything went upstream, by reason", ["reason"],
             registry=self.registry)
         self.cut = Counter(
-            prefix + "streams_cut", "Responses cut before their end, by reason (client, deadline, upstream)",
+            prefix + "streams_cut", "Responses cut before their end, by reason (client, deadline, upstream, shutdown, "
+            "error)",
             ["reason"], registry=self.registry)
         self.ttfb = Histogram(
             prefix + "upstream_ttfb_seconds", "Time from sending a request upstream to its first (clean) byte",
@@ -77,13 +79,27 @@ class _Model(msgspec.Struct):
     model: str | None = None
 
 
+class TooDeep(LlmStreamError, ValueError):
+    """A request body whose JSON nests deeper than a decoder reads (about 1,000 levels): no API takes one."""
+
+
 def model_of(body: bytes) -> str | None:
-    """The request's ``model``, if its body is a JSON object naming one."""
+    """The request's ``model``, if its body is a JSON object naming one; ``TooDeep`` when its JSON nests too deep to
+    decode (the transport's own reading of the body would fail the same way)."""
     try:
         model = msgspec.json.decode(body, type=_Model).model
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+    except RecursionError:
+        raise TooDeep("the request body's JSON nests too deep to read") from None
     return model
+
+
+def _model_or_none(body: bytes) -> str | None:
+    try:
+        return model_of(body)
+    except TooDeep:
+        return None
 
 
 class Tracing:
@@ -104,7 +120,7 @@ class Tracing:
         operation = operation_of(relative_path)
         attributes: dict[str, Any] = {"http.request.method": method, **self._server}
         if operation is not None:
-            model = model_of(body)
+            model = _model_or_none(body)
             attributes["gen_ai.operation.name"] = operation
             if model:
                 attributes["gen_ai.request.model"] = model

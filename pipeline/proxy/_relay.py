@@ -23,10 +23,11 @@ class UpstreamCut(LlmStreamError):
     """The upstream body ended early: raised inside the response so the proxy aborts it (no terminating chunk)."""
 
 
-async def relay(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The response's bytes as they arrive; ``UpstreamCut`` when the upstream cut the body."""
+async def relay(response: httpx.Response, *, decoded: bool = False) -> AsyncIterator[bytes]:
+    """The response's bytes as they arrive (``decoded``: with its content-encoding undone); ``UpstreamCut`` when the
+    upstream cut the body."""
     try:
-        async for piece in response.aiter_raw():
+        async for piece in (response.aiter_bytes() if decoded else response.aiter_raw()):
             yield piece
     except httpx.HTTPError as exc:
         raise UpstreamCut(f"the upstream body ended early: {type(exc).__name__}: {exc}") from None

@@ -33,6 +33,8 @@ from ._protocol import protocol
 __all__ = ["Proxy", "run_proxy"]
 
 _log = get_logger("proxy")
+CUT_MARGIN = 2.0
+"""Seconds uvicorn waits after the grace period, once the proxy has cut what was in flight, before its own cut."""
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
@@ -56,9 +58,12 @@ def _quiet_when_out_of_resources() -> Any:
 
 class _Cut(logging.Filter):
     """uvicorn logs a response an app left without its end; the proxy does that on purpose to cut a response
-    (the access log says why), so that line is dropped."""
+    (the access log says why), so that line is dropped; and so is the traceback of a request uvicorn cancelled itself
+    at shutdown (past the proxy's own cut: its access-log line says ``cut=shutdown``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            return False
         return record.getMessage() != "ASGI callable returned without completing response."
 
 
@@ -73,7 +78,8 @@ class _ProxyServer(uvicorn.Server):
         config = app.config
         super().__init__(uvicorn_config(
             app, embedded=embedded, http=protocol(config.header_timeout, config.linger_timeout, config.linger_bytes),
-            timeout_keep_alive=config.client_idle_timeout, timeout_graceful_shutdown=config.grace_period,
+            timeout_keep_alive=config.client_idle_timeout,
+            timeout_graceful_shutdown=config.grace_period + CUT_MARGIN,  # the proxy cuts first (``shutdown``)
         ))
         self.app = app
         logging.getLogger("uvicorn.error").addFilter(_cut_filter)
@@ -84,9 +90,13 @@ class _ProxyServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.app.draining = True
+        # At the end of the grace period the proxy cuts what is still in flight itself, each repaired stream with its
+        # format's in-band error and cut=shutdown, so uvicorn's own cut (a cancel, a traceback per task) never comes.
+        timer = asyncio.get_running_loop().call_later(self.app.config.grace_period, self.app.cut_all)
         try:
             await super().shutdown(sockets=sockets)
         finally:
+            timer.cancel()
             await self.app.aclose()
 
 

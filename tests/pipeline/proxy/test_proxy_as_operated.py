@@ -221,3 +221,12 @@ def test_past_the_grace_period_the_stream_is_cut_and_the_proxy_still_exits_0(gat
         assert b"[DONE]" not in body
     finally:
         cli.close()
+    # cut with the format's in-band error first, cut=shutdown in the access log, and no traceback
+    assert body.rstrip().endswith(b"}"), body[-200:]
+    last = body.rstrip().split(b"\n\n")[-1]
+    assert last.startswith(b'data: {"error"'), last
+    assert b'"code": "SERVER"' in last or b'"code":"SERVER"' in last
+    stderr = cli.stderr_path.read_text()
+    assert "Traceback" not in stderr
+    (line,) = [line for line in cli.stderr_lines() if "/v1/chat/completions" in line]
+    assert line.endswith(" cut=shutdown"), line
