@@ -281,6 +281,12 @@ def test_replay_colours_as_the_flag_and_environment_say(
 # ------------------------------------------------------------------------------------------------ Ctrl-C
 
 
+def _sigint_as_default() -> None:
+    """In the child before exec: SIGINT back to its default, so Python there installs its KeyboardInterrupt handler
+    even when this test runs under a shell or runner that ignores SIGINT (a background job inherits SIG_IGN)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_after(process: subprocess.Popen[str], marker: str) -> tuple[str, str]:
     """Reads stdout until ``marker`` shows, then sends SIGINT; returns all of stdout and stderr."""
     assert process.stdout is not None
@@ -302,7 +308,7 @@ def test_ctrl_c_during_chat_prints_the_partial_summary_and_exits_130(emu: Emulat
     env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "chat", "hi", "--base-url", emu.base_url, "--model", "stall"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, preexec_fn=_sigint_as_default,
     )
     try:
         out, err = _interrupt_after(process, "text")
@@ -317,7 +323,6 @@ def test_ctrl_c_during_chat_prints_the_partial_summary_and_exits_130(emu: Emulat
     assert "0 retries" in out
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
 def wait_until_read(pipe: int, *, within: float = 60.0) -> None:
     """Until the reader has taken everything written to ``pipe`` (so it is past its imports, reading): on Linux the
     pipe's unread byte count (FIONREAD works on either end), elsewhere a fixed head start. A start-up that takes more
@@ -342,10 +347,12 @@ def wait_until_read(pipe: int, *, within: float = 60.0) -> None:
 
 
 @pytest.mark.server
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
 def test_ctrl_c_during_replay_from_stdin_prints_the_partial_summary_and_exits_130() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "replay", "-", "--assembled"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        preexec_fn=_sigint_as_default,
     )
     assert process.stdin is not None
     process.stdin.write('data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n')

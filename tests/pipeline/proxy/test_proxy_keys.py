@@ -21,6 +21,8 @@ from pipeline import _logging
 from pipeline.proxy import Proxy, ProxyConfig
 from pipeline.proxy._config import LogFormat
 
+pytestmark = pytest.mark.server  # loopback servers (tests/tiers.py)
+
 UPSTREAM_KEY = "sk-echoed-secret-0123456789"
 CLIENT_KEY = "sk-client-own-key-abcdef"
 

@@ -17,6 +17,8 @@ import pytest
 
 from pipeline.proxy import Proxy
 
+pytestmark = pytest.mark.server  # loopback servers (tests/tiers.py)
+
 DEEP = 200_000
 
 

@@ -18,6 +18,8 @@ from prometheus_client import generate_latest
 
 from pipeline.proxy import Proxy
 
+pytestmark = pytest.mark.server  # loopback servers (tests/tiers.py)
+
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()

@@ -19,6 +19,8 @@ from proxy_gateway import Gateway
 
 from pipeline.proxy import Proxy, ProxyConfig
 
+pytestmark = pytest.mark.server  # loopback servers (tests/tiers.py)
+
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
