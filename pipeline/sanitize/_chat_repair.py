@@ -189,7 +189,11 @@ class ChatRepair:
     def _event(self, event: bytes) -> bytes:
         if self._released and not self._strict and plain_events(event, 1, self._key):
             return event  # the fast path: nothing here any rule reads
-        return self._slow(event)
+        try:
+            return self._slow(event)
+        except (TypeError, ValueError, RecursionError) as exc:  # an odd JSON type where a rule reads a field (an
+            # object as a call's index): the library's typed decode refuses such a chunk, so no exception escapes
+            return self._fail(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
 
     def _slow(self, event: bytes) -> bytes:
         data: list[bytes] = []
@@ -207,12 +211,15 @@ class ChatRepair:
             return self._done(event)
         try:
             obj = msgspec.json.decode(payload)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # nested deeper than msgspec reads: malformed, as the library
             obj = None
+        if not isinstance(obj, dict) and named == b"error":  # an error event whatever its data (the library's reading)
+            obj = {"error": payload[:1000].decode("utf-8", "replace")}
         if not isinstance(obj, dict):
             shown = payload[:120].decode("utf-8", "replace")
             return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
-        if named == b"error" or obj.get("error"):  # OpenRouter sends its error beside choices: still an error
+        if named == b"error" or obj.get("error") is not None:  # OpenRouter's error beside choices: still an error;
+            # an empty or falsy one ({}, "", 0) too, as the library reads it
             failure = classify_inband_error(obj.get("error", obj))
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))
