@@ -18,6 +18,8 @@ def _text(value: object) -> str | None:
 
 @attrs.define
 class _Call:
+    held_bytes: int = 0
+    """UTF-8 bytes of the fragments held before the call was identified (``_hold``)."""
     id: str | None = None
     name: str | None = None
     index: int | None = None
@@ -72,6 +74,11 @@ class Choice:
             call.name = call.name or name
             if call.id is None or call.name is None:
                 call.held.append(fragment)
+                if _hold(call, fragment) > limits.max_arguments_bytes:  # as accumulate_arguments counts a call
+                    self.failure = Failure(Code.LIMIT_EXCEEDED, f"a tool call's arguments reached {call.held_bytes} "
+                                           f"bytes before its id and name, over max_arguments_bytes="
+                                           f"{limits.max_arguments_bytes}")
+                    return out
                 continue
             call.index = self.identified
             self.identified += 1
@@ -83,6 +90,12 @@ class Choice:
                 first["type"] = "function"
             out.append(first)
         return out
+
+
+def _hold(call: _Call, fragment: str) -> int:
+    """Counts a fragment held for ``call`` (identity not yet known): its held bytes so far."""
+    call.held_bytes += len(fragment.encode())
+    return call.held_bytes
 
 
 def _continuation(entry: dict[str, Any], function: dict[str, Any], index: int, fragment: str) -> dict[str, Any]:

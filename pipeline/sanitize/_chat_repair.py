@@ -59,6 +59,7 @@ class ChatRepair:
         self._started = False
         self._cr = False
         self._held: list[bytes] = []
+        self._held_bytes = 0
         self._released = False
         self._choices: dict[int, Choice] = {}
         self._ids: set[str] = set()
@@ -178,6 +179,10 @@ class ChatRepair:
             return out
         self._held.append(out)
         if not carries:
+            self._held_bytes += len(out)
+            if self._held_bytes > self._limits.max_text_bytes:  # empty deltas, usage, a call's unidentified start
+                return self._fail(Failure(Code.LIMIT_EXCEEDED, f"{self._held_bytes} bytes held before the first "
+                                          f"answer, over max_text_bytes={self._limits.max_text_bytes}"))
             return b""
         self._released = True
         ready = b"".join(self._held)
