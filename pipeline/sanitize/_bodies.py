@@ -114,6 +114,15 @@ class Bytes(SyncStream, AsyncStream):
         yield self._data
 
 
+def _bound(repair: StreamRepair, size: int, buffered: int) -> int:
+    """A buffered response holding more than ``buffered`` bytes ends ``LIMIT_EXCEEDED`` (an HTTP error: nothing was
+    forwarded); ``size`` is what is held so far."""
+    if buffered and size > buffered and repair.finish is None:
+        repair.fail(Failure(Code.LIMIT_EXCEEDED, f"a buffered response held {size} bytes before its finish, over "
+                            f"max_text_bytes={buffered}"))
+    return size
+
+
 def _held(hx: Any, upstream: Any, repair: StreamRepair, held: list[bytes]) -> Any:
     """The attempt ended (or the stream was buffered to its finish) before anything was forwarded."""
     if repair.failure is not None:
@@ -131,14 +140,17 @@ class SyncBody(SyncStream):
         self._first, self._deadline = first, deadline
 
     @classmethod
-    def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
-        """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded."""
+    def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: int, deadline: Deadline) -> Any:
+        """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded.
+        ``buffered``: 0 to forward from the first byte released, else the bytes held at most until the finish."""
         reads = upstream.iter_bytes()
         held: list[bytes] = []
+        size = 0
         try:
             while True:
                 read = _next(reads)
                 held.append(_step(repair, read, deadline))
+                size = _bound(repair, size + len(held[-1]), buffered)
                 if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
                     upstream.close()
                     return _held(hx, upstream, repair, held)
@@ -177,13 +189,15 @@ class AsyncBody(AsyncStream):
         self._first, self._deadline = first, deadline
 
     @classmethod
-    async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
+    async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: int, deadline: Deadline) -> Any:
         reads = upstream.aiter_bytes()
         held: list[bytes] = []
+        size = 0
         try:
             while True:
                 read = await _anext(reads)
                 held.append(_step(repair, read, deadline))
+                size = _bound(repair, size + len(held[-1]), buffered)
                 if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
                     await upstream.aclose()
                     return _held(hx, upstream, repair, held)

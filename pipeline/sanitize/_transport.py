@@ -156,6 +156,10 @@ class SanitizingTransport(Transports):
         delay = attempt.delay_s(result)
         return (self._answer(hx, request, found, result) if delay is None else None), delay
 
+    def _buffered(self) -> int:
+        """The bytes a buffered response may hold until its finish (``max_text_bytes``); 0 in stream mode."""
+        return (self.limits or DEFAULT_LIMITS).max_text_bytes if self.mode == "buffered" else 0
+
     def _classification(self) -> RetryPolicy | None:
         """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
         (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
@@ -194,7 +198,7 @@ class SanitizingTransport(Transports):
                     return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 time.sleep(delay)
                 continue
-            result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+            result = SyncBody.start(hx, upstream, self._repair(found, request), self._buffered(),
                                     Deadline.of(request))
             response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
@@ -238,7 +242,7 @@ class SanitizingTransport(Transports):
                     return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 await asyncio.sleep(delay)
                 continue
-            result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+            result = await AsyncBody.start(hx, upstream, self._repair(found, request), self._buffered(),
                                            Deadline.of(request))
             response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:

@@ -119,3 +119,48 @@ def test_the_transport_answers_a_held_flood_as_an_http_error_naming_limit_exceed
             response = client.post("/v1/chat/completions", json={"model": "m", "stream": True, "messages": []})
     assert response.status_code == 502
     assert response.json()["error"]["code"] == "LIMIT_EXCEEDED"
+
+
+_LONG_ANSWER = _chunk({"role": "assistant", "content": ""}) + _chunk({"content": "x" * 100}) * 2000 + _chunk({}, "stop")
+"""About 400 KB: more than one read of the client (64 KiB), each over the bound of 10,000 bytes."""
+
+
+def _request(client: httpx.Client) -> httpx.Response:
+    return client.post("/v1/chat/completions", json={"model": "m", "stream": True, "messages": []})
+
+
+def test_buffered_mode_holds_at_most_max_text_bytes_then_answers_limit_exceeded() -> None:
+    with BytesServer() as server:
+        server.serve(_LONG_ANSWER + b"data: [DONE]\n\n")
+        server.serve(_LONG_ANSWER + b"data: [DONE]\n\n")
+        buffered = SanitizingTransport(limits=LIMITS, mode="buffered")
+        with httpx.Client(transport=buffered, base_url=server.base_url) as client:
+            response = _request(client)
+        assert response.status_code == 502
+        assert response.json()["error"]["code"] == "LIMIT_EXCEEDED"
+        streamed = SanitizingTransport(limits=LIMITS)  # the same answer in stream mode is forwarded, not held
+        with httpx.Client(transport=streamed, base_url=server.base_url) as client:
+            response = _request(client)
+        assert response.status_code == 200
+        assert response.content.endswith(b"data: [DONE]\n\n")
+
+
+async def test_buffered_mode_in_an_async_client_is_bounded_likewise() -> None:
+    with BytesServer() as server:
+        server.serve(_LONG_ANSWER + b"data: [DONE]\n\n")
+        buffered = SanitizingTransport(limits=LIMITS, mode="buffered")
+        async with httpx.AsyncClient(transport=buffered, base_url=server.base_url) as client:
+            response = await client.post("/v1/chat/completions", json={"model": "m", "stream": True, "messages": []})
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "LIMIT_EXCEEDED"
+
+
+def test_buffered_mode_under_the_bound_gives_the_whole_answer() -> None:
+    body = _chunk({"role": "assistant", "content": "hi"}) + _chunk({}, "stop") + b"data: [DONE]\n\n"
+    with BytesServer() as server:
+        server.serve(body)
+        buffered = SanitizingTransport(limits=LIMITS, mode="buffered")
+        with httpx.Client(transport=buffered, base_url=server.base_url) as client:
+            response = _request(client)
+    assert response.status_code == 200
+    assert response.content == body
