@@ -60,6 +60,8 @@ class ChatRepair:
         self._cr = False
         self._held: list[bytes] = []
         self._held_bytes = 0
+        self.held_events = 0
+        """Events read and held, not forwarded (yet): progress for the transport's read deadline."""
         self._released = False
         self._choices: dict[int, Choice] = {}
         self._ids: set[str] = set()
@@ -179,6 +181,7 @@ class ChatRepair:
             return out
         self._held.append(out)
         if not carries:
+            self.held_events += 1
             self._held_bytes += len(out)
             if self._held_bytes > self._limits.max_text_bytes:  # empty deltas, usage, a call's unidentified start
                 return self._fail(Failure(Code.LIMIT_EXCEEDED, f"{self._held_bytes} bytes held before the first "

@@ -59,6 +59,9 @@ class EventRepair:
         self._refused = False
         self.forwarded = False
         """Whether any byte has been handed to the client (set by the transport)."""
+        self.held_events = 0
+        """Events of the answer read and held, not forwarded (yet): progress for the transport's read deadline
+        (a ``ping``, a comment is not)."""
         self.repairs: Counter[str] = Counter()
         """What was repaired, by kind (the proxy's access log and metrics): ``key-redacted`` here, the rest by the
         format (``tool-call-identity``, ``block-restarted``, ``item-identity``, ``response-identity``, ``framing``,
@@ -209,6 +212,7 @@ class EventRepair:
         if self._preamble or self._queue:
             self._queue.append(raw)
             self._held_bytes += len(raw)
+            self.held_events += content
             if not self._preamble:
                 self._flush()
             if self._held_bytes > self._held_limit:
@@ -218,6 +222,7 @@ class EventRepair:
             self._out.append(raw)
 
     def _hold(self, held: Held) -> None:
+        self.held_events += 1
         self._holding += 1
         self._queue.append(held)
 
