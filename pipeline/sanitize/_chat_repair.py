@@ -32,6 +32,7 @@ import msgspec
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
 from operators.extend import classify_inband_error
 
+from ._chat_bounds import Opening, error_object, guarded
 from ._chat_calls import Choice
 from ._chat_fast import plain_events, text_shape
 from ._encode import error_event
@@ -58,10 +59,8 @@ class ChatRepair:
         self._buf = b""
         self._started = False
         self._cr = False
-        self._held: list[bytes] = []
-        self._held_bytes = 0
-        self.held_events = 0
-        """Events read and held, not forwarded (yet): progress for the transport's read deadline."""
+        self._held = Opening(self._limits.max_text_bytes)
+        self.held_events = 0  # events read and held, not forwarded (yet): the transport's read-deadline progress
         self._released = False
         self._choices: dict[int, Choice] = {}
         self._ids: set[str] = set()
@@ -179,29 +178,19 @@ class ChatRepair:
     def _release(self, out: bytes, carries: bool) -> bytes:
         if self._released:
             return out
-        self._held.append(out)
         if not carries:
             self.held_events += 1
-            self._held_bytes += len(out)
-            if self._held_bytes > self._limits.max_text_bytes:  # empty deltas, usage, a call's unidentified start
-                return self._fail(Failure(Code.LIMIT_EXCEEDED, f"{self._held_bytes} bytes held before the first "
-                                          f"answer, over max_text_bytes={self._limits.max_text_bytes}"))
-            return b""
+            failure = self._held.hold(out)
+            return b"" if failure is None else self._fail(failure)
         self._released = True
-        ready = b"".join(self._held)
-        self._held.clear()
-        return ready
+        return self._held.take(out)
 
     # -- one event ----------------------------------------------------------------------------------------------------
 
     def _event(self, event: bytes) -> bytes:
         if self._released and not self._strict and plain_events(event, 1, self._key):
             return event  # the fast path: nothing here any rule reads
-        try:
-            return self._slow(event)
-        except (TypeError, ValueError, RecursionError) as exc:  # an odd JSON type where a rule reads a field (an
-            # object as a call's index): the library's typed decode refuses such a chunk, so no exception escapes
-            return self._fail(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
+        return guarded(self._slow, event, self._fail)  # an exception on an odd JSON value: MALFORMED_RESPONSE
 
     def _slow(self, event: bytes) -> bytes:
         data: list[bytes] = []
@@ -221,13 +210,11 @@ class ChatRepair:
             obj = msgspec.json.decode(payload)
         except (msgspec.DecodeError, RecursionError):  # nested deeper than msgspec reads: malformed, as the library
             obj = None
-        if not isinstance(obj, dict) and named == b"error":  # an error event whatever its data (the library's reading)
-            obj = {"error": payload[:1000].decode("utf-8", "replace")}
+        obj = error_object(obj, named, payload)
         if not isinstance(obj, dict):
             shown = payload[:120].decode("utf-8", "replace")
             return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
-        if named == b"error" or obj.get("error") is not None:  # OpenRouter's error beside choices: still an error;
-            # an empty or falsy one ({}, "", 0) too, as the library reads it
+        if named == b"error" or obj.get("error") is not None:  # beside choices (OpenRouter), or falsy: an error
             failure = classify_inband_error(obj.get("error", obj))
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))

@@ -1,0 +1,62 @@
+"""What keeps ``ChatRepair`` bounded and total on hostile bytes (issue 31; decision 0036's amendment): the events it
+holds before the first one that carries something (``Opening``, at most ``max_text_bytes``), and ``guarded``, which
+turns an exception a rule raises on an odd JSON value (an object as a call's index, a payload nested deeper than
+msgspec reads) into the library's reading of it, ``MALFORMED_RESPONSE``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from operators import Code, Failure
+
+__all__ = ["Opening", "error_object", "guarded"]
+
+
+class Opening:
+    """The events held before the answer: ``hold`` one (a ``LIMIT_EXCEEDED`` failure past ``limit`` bytes), ``take``
+    them all with the event that releases them, ``clear``."""
+
+    __slots__ = ("_events", "limit", "size")
+
+    def __init__(self, limit: int) -> None:
+        self._events: list[bytes] = []
+        self.limit = limit
+        self.size = 0
+
+    def hold(self, event: bytes) -> Failure | None:
+        self._events.append(event)
+        self.size += len(event)
+        if self.size <= self.limit:
+            return None
+        return Failure(Code.LIMIT_EXCEEDED, f"{self.size} bytes held before the first answer (empty deltas, usage, a "
+                       f"call's unidentified start), over max_text_bytes={self.limit}")
+
+    def take(self, event: bytes) -> bytes:
+        self._events.append(event)
+        ready = b"".join(self._events)
+        self.clear()
+        return ready
+
+    def clear(self) -> None:
+        self._events.clear()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
+def guarded(rule: Callable[[bytes], bytes], event: bytes, fail: Callable[[Failure], bytes]) -> bytes:
+    """``rule(event)``, or ``fail(MALFORMED_RESPONSE)`` when it raises on an odd JSON value: the library's typed
+    decode refuses such a chunk, and no exception escapes a repairer."""
+    try:
+        return rule(event)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return fail(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
+
+
+def error_object(obj: Any, named: bytes | None, payload: bytes) -> Any:
+    """An ``event: error`` whose data is not a JSON object is still the in-band error (the library's reading)."""
+    if named == b"error" and not isinstance(obj, dict):
+        return {"error": payload[:1000].decode("utf-8", "replace")}
+    return obj
