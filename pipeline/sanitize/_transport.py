@@ -79,11 +79,12 @@ class SanitizingTransport(Transports):
     ``httpx2.AsyncClient``.
 
     ``retry`` (default ``None``: no internal retries) is a ``RetryPolicy`` for clients with no retry loop;
-    ``retry_policy`` is its older name. ``limits`` bound each response as in ``pipeline.translate``. ``mode`` is
-    ``"stream"`` (forward as soon as repaired bytes are ready) or ``"buffered"`` (hold the response until its
-    finish). ``strict=True`` adds the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in
-    it ``EMPTY_RESPONSE`` (both answered with ``x-should-retry: true``); by default those reach the client as the
-    upstream sent them. ``random`` is the backoff's jitter source (inject a fixed one in tests).
+    ``retry_policy`` is its older name. ``limits`` bound what the repairers hold (``RepairFactory``; a forwarded
+    answer is not cut at ``max_text_bytes``). ``mode`` is ``"stream"`` (forward as soon as repaired bytes are ready)
+    or ``"buffered"`` (hold the response until its finish, at most ``max_text_bytes`` of it). ``strict=True`` adds
+    the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in it ``EMPTY_RESPONSE`` (both
+    answered with ``x-should-retry: true``); by default those reach the client as the upstream sent them.
+    ``random`` is the backoff's jitter source (inject a fixed one in tests).
     """
 
     def __init__(

@@ -48,7 +48,7 @@ def test_chat_empty_deltas_before_the_answer_are_held_up_to_max_text_bytes_then_
     assert repair.failure.code == "LIMIT_EXCEEDED"
     assert "max_text_bytes" in repair.failure.message
     assert b"".join(outs) == b""  # found before any byte: the transport answers it as an HTTP error
-    assert repair._held == []  # what was held is dropped
+    assert len(repair._held) == 0  # what was held is dropped
 
 
 def test_chat_empty_deltas_under_the_bound_are_held_and_released_with_the_answer() -> None:
@@ -164,3 +164,17 @@ def test_buffered_mode_under_the_bound_gives_the_whole_answer() -> None:
             response = _request(client)
     assert response.status_code == 200
     assert response.content == body
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_an_answer_forwarded_as_it_comes_is_not_cut_at_max_text_bytes(size: int) -> None:
+    """Decision 0036's amendment: the limits bound what a repairer holds, not what it forwards (the client bounds an
+    answer with max_tokens); the library's own reading ends the same bytes LIMIT_EXCEEDED."""
+    body = _LONG_ANSWER + b"data: [DONE]\n\n"
+    chunks = pipeline.collect([body], format="chat", limits=LIMITS)
+    library = [c for c in chunks if isinstance(c, Finish)][-1].reason.failure
+    assert library is not None
+    assert library.code == "LIMIT_EXCEEDED"
+    repair = ChatRepair(limits=LIMITS)
+    assert b"".join(_fed(repair, body, size)) == body
+    assert repair.failure is None
