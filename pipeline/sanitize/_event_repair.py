@@ -59,9 +59,7 @@ class EventRepair:
         self._refused = False
         self.forwarded = False
         """Whether any byte has been handed to the client (set by the transport)."""
-        self.held_events = 0
-        """Events of the answer read and held, not forwarded (yet): progress for the transport's read deadline
-        (a ``ping``, a comment is not)."""
+        self.held_events = 0  # answer events read and held (not a ping, a comment): the read deadline's progress
         self.repairs: Counter[str] = Counter()
         """What was repaired, by kind (the proxy's access log and metrics): ``key-redacted`` here, the rest by the
         format (``tool-call-identity``, ``block-restarted``, ``item-identity``, ``response-identity``, ``framing``,
@@ -125,10 +123,7 @@ class EventRepair:
             data = event_parts(tail)[1]
             if data is not None and (data == b"[DONE]" or _whole_json(data)):
                 self._unterminated = True
-                if self._ended:
-                    self._after_end(tail)
-                else:
-                    self._event(tail)
+                self._one(tail)
         if not self._ended:
             self._on_cut()
         return self._take()
@@ -189,8 +184,11 @@ class EventRepair:
             self.repairs["key-redacted"] += 1
         if self._ended:
             self._after_end(raw)
-        else:
+            return
+        try:
             self._event(raw)
+        except (TypeError, ValueError, RecursionError) as exc:  # a rule tripped on an odd JSON value: no exception
+            self._end_with(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
 
     def _event(self, raw: bytes) -> None:
         raise NotImplementedError

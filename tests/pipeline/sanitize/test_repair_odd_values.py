@@ -16,6 +16,7 @@ import pytest
 import pipeline
 from operators import Finish
 from pipeline.sanitize import ChatRepair
+from pipeline.sanitize.messages import MessagesRepair
 from pipeline.sanitize.responses import ResponsesRepair
 
 SIZES = (1, 7, 64, 1 << 22)
@@ -101,3 +102,28 @@ def test_responses_repair_reads_an_unhashable_output_id_as_the_library_does(item
     body = _responses([{"type": "message", "id": item_id, "role": "assistant", "content": []}])
     _, code = _repaired(ResponsesRepair, body, size)  # raised TypeError (unhashable) in response.completed
     assert code == _library(body, "responses")
+
+
+class _Tripping(MessagesRepair):
+    """A Messages repairer whose rules trip on a block's start, as a rule would on a value of a type it never
+    expected."""
+
+    def _event(self, raw: bytes) -> None:
+        if b"content_block_start" in raw:
+            raise TypeError("unhashable type: 'dict'")
+        super()._event(raw)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_an_exception_in_a_rule_of_the_messages_and_responses_frame_ends_the_stream_malformed_response(size: int) -> None:
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                  "content": [], "model": "m"}}
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}}
+    events: list[dict[str, Any]] = [start, delta, block]
+    body = b"".join(_sse(e, e["type"]) for e in events)
+    out, code = _repaired(lambda: _Tripping(), body[:-2], size)  # the last event read at close, without its blank line
+    assert code == "MALFORMED_RESPONSE"
+    out, code = _repaired(lambda: _Tripping(), body, size)
+    assert code == "MALFORMED_RESPONSE"
+    assert b"MALFORMED_RESPONSE" in out
