@@ -163,9 +163,7 @@ class ChatRepair:
         return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
 
     def fail(self, failure: Failure) -> bytes:
-        if self._finish is not None:
-            return b""
-        return self._fail(failure)
+        return b"" if self._finish is not None else self._fail(failure)
 
     def _fail(self, failure: Failure) -> bytes:
         self._failure = failure
