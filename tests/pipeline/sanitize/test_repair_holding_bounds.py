@@ -14,6 +14,7 @@ from bytes_server import BytesServer
 import pipeline
 from operators import Finish, Limits
 from pipeline import SanitizingTransport
+from pipeline.proxy import Proxy
 from pipeline.sanitize import ChatRepair
 from pipeline.sanitize.messages import MessagesRepair
 from pipeline.sanitize.responses import ResponsesRepair
@@ -178,3 +179,14 @@ def test_an_answer_forwarded_as_it_comes_is_not_cut_at_max_text_bytes(size: int)
     repair = ChatRepair(limits=LIMITS)
     assert b"".join(_fed(repair, body, size)) == body
     assert repair.failure is None
+
+
+@pytest.mark.parametrize(("mode", "body"), [("stream", _EMPTY_DELTAS), ("buffered", _LONG_ANSWER)])
+def test_the_proxy_answers_what_it_would_hold_past_its_limits_as_limit_exceeded(mode: str, body: bytes) -> None:
+    with BytesServer() as server:
+        server.serve(body + b"data: [DONE]\n\n")
+        with Proxy(server.base_url, limits=LIMITS, mode=mode) as proxy:
+            response = httpx.post(f"{proxy.base_url}/chat/completions",
+                                  json={"model": "m", "stream": True, "messages": []}, timeout=10)
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "LIMIT_EXCEEDED"

@@ -115,7 +115,7 @@ class _Tripping(MessagesRepair):
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_an_exception_in_a_rule_of_the_messages_and_responses_frame_ends_the_stream_malformed_response(size: int) -> None:
+def test_an_exception_in_a_rule_of_the_messages_and_responses_frame_ends_the_stream_malformed(size: int) -> None:
     start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
                                                   "content": [], "model": "m"}}
     block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
