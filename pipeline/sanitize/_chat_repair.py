@@ -32,7 +32,7 @@ import msgspec
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
 from operators.extend import classify_inband_error
 
-from ._chat_bounds import Opening, error_object, guarded
+from ._chat_bounds import Opening, choices_bound, error_object, guarded
 from ._chat_calls import Choice
 from ._chat_fast import plain_events, text_shape
 from ._encode import error_event
@@ -60,7 +60,6 @@ class ChatRepair:
         self._started = False
         self._cr = False
         self._held = Opening(self._limits.max_text_bytes)
-        self.held_events = 0  # events read and held, not forwarded (yet): the transport's read-deadline progress
         self._released = False
         self._choices: dict[int, Choice] = {}
         self._ids: set[str] = set()
@@ -74,6 +73,8 @@ class ChatRepair:
         self._shape: tuple[bytes, bytes] = (b"", b"")
         """The bytes around the text of the last single-event read that passed: a text delta shaped the same is
         proven rule-free by its text alone."""
+
+    held_events = property(lambda self: self._held.events, doc="Events read and held: the read deadline's progress.")
 
     @property
     def failure(self) -> Failure | None:
@@ -174,12 +175,12 @@ class ChatRepair:
         return error_event(attrs.evolve(failure, message=f"{failure.code}: {failure.message}"))
 
     def _release(self, out: bytes, carries: bool) -> bytes:
+        if (failure := choices_bound(len(self._choices))) is not None:  # a new choice an event: state, held
+            return self._fail(failure)
         if self._released:
             return out
         if not carries:
-            self.held_events += 1
-            failure = self._held.hold(out)
-            return b"" if failure is None else self._fail(failure)
+            return b"" if (failure := self._held.hold(out)) is None else self._fail(failure)
         self._released = True
         return self._held.take(out)
 

@@ -16,6 +16,7 @@ from operators import Finish, Limits
 from pipeline import SanitizingTransport
 from pipeline.proxy import Proxy
 from pipeline.sanitize import ChatRepair
+from pipeline.sanitize._chat_bounds import MAX_CHOICES
 from pipeline.sanitize.messages import MessagesRepair
 from pipeline.sanitize.responses import ResponsesRepair
 
@@ -190,3 +191,26 @@ def test_the_proxy_answers_what_it_would_hold_past_its_limits_as_limit_exceeded(
                                   json={"model": "m", "stream": True, "messages": []}, timeout=10)
     assert response.status_code == 502
     assert response.json()["error"]["code"] == "LIMIT_EXCEEDED"
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_stream_naming_a_new_choice_every_event_ends_limit_exceeded_past_max_choices(size: int) -> None:
+    """Each choice's state is kept to the end of the stream: a new ``index`` an event grew it without a bound."""
+    def finished(index: int) -> bytes:
+        return _sse({"id": "c", "choices": [{"index": index, "delta": {}, "finish_reason": "stop"}]})
+
+    body = _TEXT + b"".join(finished(i) for i in range(1, MAX_CHOICES + 5))
+    repair = ChatRepair()
+    out = b"".join(_fed(repair, body, size))
+    assert repair.failure is not None
+    assert repair.failure.code == "LIMIT_EXCEEDED"
+    assert len(repair._choices) == MAX_CHOICES + 1
+    assert json.loads(out.rsplit(b"data: ", 1)[1])["error"]["code"] == "LIMIT_EXCEEDED"
+
+
+def test_a_stream_of_max_choices_choices_is_read_whole() -> None:
+    body = b"".join(_sse({"id": "c", "choices": [{"index": i, "delta": {"content": "a"}, "finish_reason": "stop"}]})
+                    for i in range(MAX_CHOICES)) + b"data: [DONE]\n\n"
+    repair = ChatRepair()
+    assert b"".join(_fed(repair, body, 64)) == body
+    assert repair.failure is None
