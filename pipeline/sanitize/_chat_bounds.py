@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from operators import Code, Failure
 
-__all__ = ["MAX_CHOICES", "Opening", "choices_bound", "error_object", "guarded"]
+__all__ = ["MAX_CHOICES", "Opening", "choices_bound", "decoded", "guarded"]
 
 MAX_CHOICES = 128
 """The choices of one stream a repairer keeps state for: OpenAI's own bound on ``n``. A stream naming more (a new
@@ -70,8 +72,14 @@ def guarded(rule: Callable[[bytes], bytes], event: bytes, fail: Callable[[Failur
         return fail(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
 
 
-def error_object(obj: Any, named: bytes | None, payload: bytes) -> Any:
-    """An ``event: error`` whose data is not a JSON object is still the in-band error (the library's reading)."""
+def decoded(payload: bytes, named: bytes | None) -> Any:
+    """An event's JSON, ``None`` when malformed or nested deeper than msgspec reads (``RecursionError``, which the
+    library reads as malformed too); an ``event: error`` whose data is not a JSON object is still the in-band error
+    (the library's reading)."""
+    try:
+        obj = msgspec.json.decode(payload)
+    except (msgspec.DecodeError, RecursionError):
+        obj = None
     if named == b"error" and not isinstance(obj, dict):
         return {"error": payload[:1000].decode("utf-8", "replace")}
     return obj

@@ -32,7 +32,7 @@ import msgspec
 from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limits
 from operators.extend import classify_inband_error
 
-from ._chat_bounds import Opening, choices_bound, error_object, guarded
+from ._chat_bounds import Opening, choices_bound, decoded, guarded
 from ._chat_calls import Choice
 from ._chat_fast import plain_events, text_shape
 from ._encode import error_event
@@ -205,11 +205,7 @@ class ChatRepair:
         payload = b"\n".join(data)
         if payload.strip() == b"[DONE]":
             return self._done(event)
-        try:
-            obj = msgspec.json.decode(payload)
-        except (msgspec.DecodeError, RecursionError):  # nested deeper than msgspec reads: malformed, as the library
-            obj = None
-        obj = error_object(obj, named, payload)
+        obj = decoded(payload, named)  # None when malformed (or nested deeper than msgspec reads)
         if not isinstance(obj, dict):
             shown = payload[:120].decode("utf-8", "replace")
             return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
