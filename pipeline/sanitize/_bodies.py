@@ -6,8 +6,10 @@ the ``Failure`` (the transport answers it as an HTTP error or retries). The body
 the client reads it. After the first byte a failure is the in-band error event the repairer writes; a body the
 upstream cut stays cut (the body raises the client's own ``RemoteProtocolError`` / ``ReadTimeout`` after that event).
 
-A read deadline counts from the last content the repairer released, not from the last byte: keep-alive comments
-alone do not keep a request alive past the client's read timeout.
+A read deadline counts from the last event the repairer read, forwarded or held (``held_events``: empty deltas
+before the answer, the arguments of a call not yet identified), not from the last byte: keep-alive comments and pings
+alone do not keep a request alive past the client's read timeout, and an upstream sending an event within each read
+timeout is not cut while its events are held.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ def relay_headers(upstream: Any) -> dict[str, str]:
 
 @attrs.define
 class Deadline:
-    """The client's read timeout applied to content: ``expired()`` once ``read_s`` passed since the last release."""
+    """The client's read timeout applied to events: ``read_s`` without an event forwarded or held is a timeout."""
 
     read_s: float | None
     last: float = attrs.field(factory=time.monotonic)
+    heard: int = 0
+    """The repairer's ``held_events`` at the last step."""
 
     @classmethod
     def of(cls, request: Any) -> Deadline:
@@ -52,8 +56,9 @@ class Deadline:
     def step(self, repair: StreamRepair, read: bytes) -> bytes:
         out = repair.feed(read)
         now = time.monotonic()
-        if out:
-            self.last = now
+        heard = getattr(repair, "held_events", 0)  # a repairer of one's own may not count them
+        if out or heard != self.heard:
+            self.last, self.heard = now, heard
         elif self.read_s is not None and now - self.last > self.read_s and repair.finish is None:
             return repair.fail(Failure(Code.TIMEOUT, f"no content from the upstream for {self.read_s:g} s "
                                        "(only keep-alive bytes)"))
@@ -114,6 +119,15 @@ class Bytes(SyncStream, AsyncStream):
         yield self._data
 
 
+def _bound(repair: StreamRepair, size: int, buffered: int) -> int:
+    """A buffered response holding more than ``buffered`` bytes ends ``LIMIT_EXCEEDED`` (an HTTP error: nothing was
+    forwarded); ``size`` is what is held so far."""
+    if buffered and size > buffered and repair.finish is None:
+        repair.fail(Failure(Code.LIMIT_EXCEEDED, f"a buffered response held {size} bytes before its finish, over "
+                            f"max_text_bytes={buffered}"))
+    return size
+
+
 def _held(hx: Any, upstream: Any, repair: StreamRepair, held: list[bytes]) -> Any:
     """The attempt ended (or the stream was buffered to its finish) before anything was forwarded."""
     if repair.failure is not None:
@@ -131,14 +145,17 @@ class SyncBody(SyncStream):
         self._first, self._deadline = first, deadline
 
     @classmethod
-    def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
-        """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded."""
+    def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: int, deadline: Deadline) -> Any:
+        """The client's response, or the ``Failure`` of an attempt that failed before a byte was forwarded.
+        ``buffered``: 0 to forward from the first byte released, else the bytes held at most until the finish."""
         reads = upstream.iter_bytes()
         held: list[bytes] = []
+        size = 0
         try:
             while True:
                 read = _next(reads)
                 held.append(_step(repair, read, deadline))
+                size = _bound(repair, size + len(held[-1]), buffered)
                 if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
                     upstream.close()
                     return _held(hx, upstream, repair, held)
@@ -177,13 +194,15 @@ class AsyncBody(AsyncStream):
         self._first, self._deadline = first, deadline
 
     @classmethod
-    async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: bool, deadline: Deadline) -> Any:
+    async def start(cls, hx: Any, upstream: Any, repair: StreamRepair, buffered: int, deadline: Deadline) -> Any:
         reads = upstream.aiter_bytes()
         held: list[bytes] = []
+        size = 0
         try:
             while True:
                 read = await _anext(reads)
                 held.append(_step(repair, read, deadline))
+                size = _bound(repair, size + len(held[-1]), buffered)
                 if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
                     await upstream.aclose()
                     return _held(hx, upstream, repair, held)

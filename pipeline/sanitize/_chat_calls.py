@@ -18,6 +18,8 @@ def _text(value: object) -> str | None:
 
 @attrs.define
 class _Call:
+    held_bytes: int = 0
+    """UTF-8 bytes of the fragments held for the call, before its identity (or an earlier call's) is known."""
     id: str | None = None
     name: str | None = None
     index: int | None = None
@@ -76,6 +78,9 @@ class Choice:
                 continue
             if call.first is not None:  # identified, waiting for an earlier call to be
                 call.tail.append(fragment)
+                if (failure := _over(call, fragment, limits)) is not None:  # held too: bounded the same way
+                    self.failure = failure
+                    return out
                 continue
             if call_id is not None and call.id is None:
                 if call_id in ids:
@@ -86,6 +91,9 @@ class Choice:
             call.name = call.name or name
             if call.id is None or call.name is None:
                 call.held.append(fragment)
+                if (failure := _over(call, fragment, limits)) is not None:
+                    self.failure = failure
+                    return out
                 continue
             call.first, call.fragment = entry, fragment
             self._release(out)
@@ -128,6 +136,16 @@ class Choice:
                 self.current[wire] = known
             return known
         return call
+
+
+def _over(call: _Call, fragment: str, limits: Limits) -> Failure | None:
+    """Counts a fragment held for ``call`` (its identity, or an earlier call's, not yet known), as
+    accumulate_arguments counts a call's arguments: ``LIMIT_EXCEEDED`` once they pass ``max_arguments_bytes``."""
+    call.held_bytes += len(fragment.encode("utf-8", "surrogatepass"))
+    if call.held_bytes <= limits.max_arguments_bytes:
+        return None
+    return Failure(Code.LIMIT_EXCEEDED, f"a tool call's arguments reached {call.held_bytes} bytes while held, over "
+                   f"max_arguments_bytes={limits.max_arguments_bytes}")
 
 
 def _continuation(entry: dict[str, Any], function: dict[str, Any], index: int, fragment: str) -> dict[str, Any]:

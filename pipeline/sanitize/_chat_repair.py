@@ -34,6 +34,7 @@ from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limit
 from operators.extend import classify_inband_error
 from operators.wire import decode_chunk
 
+from ._chat_bounds import Opening, choices_bound, decoded, guarded
 from ._chat_calls import Choice
 from ._chat_fast import plain_events, text_shape
 from ._encode import error_event
@@ -60,7 +61,7 @@ class ChatRepair:
         self._buf = b""
         self._started = False
         self._cr = False
-        self._held: list[bytes] = []
+        self._held = Opening(self._limits.max_text_bytes)
         self._released = False
         self._choices: dict[int, Choice] = {}
         self._said = False
@@ -73,6 +74,8 @@ class ChatRepair:
         self._shape: tuple[bytes, bytes] = (b"", b"")
         """The bytes around the text of the last single-event read that passed: a text delta shaped the same is
         proven rule-free by its text alone."""
+
+    held_events = property(lambda self: self._held.events, doc="Events read and held: the read deadline's progress.")
 
     @property
     def failure(self) -> Failure | None:
@@ -163,9 +166,7 @@ class ChatRepair:
         return out + self._fail(Failure(Code.STREAM_CLOSED, "the upstream body ended before the stream finished"))
 
     def fail(self, failure: Failure) -> bytes:
-        if self._finish is not None:
-            return b""
-        return self._fail(failure)
+        return b"" if self._finish is not None else self._fail(failure)
 
     def _fail(self, failure: Failure) -> bytes:
         self._failure = failure
@@ -176,22 +177,21 @@ class ChatRepair:
         return error_event(attrs.evolve(failure, message=f"{failure.code}: {failure.message}"))
 
     def _release(self, out: bytes, carries: bool) -> bytes:
+        if (failure := choices_bound(len(self._choices))) is not None:  # a new choice an event: state, held
+            return self._fail(failure)
         if self._released:
             return out
-        self._held.append(out)
         if not carries:
-            return b""
+            return b"" if (failure := self._held.hold(out)) is None else self._fail(failure)
         self._released = True
-        ready = b"".join(self._held)
-        self._held.clear()
-        return ready
+        return self._held.take(out)
 
     # -- one event ----------------------------------------------------------------------------------------------------
 
     def _event(self, event: bytes) -> bytes:
         if self._released and not self._strict and plain_events(event, 1, self._key):
             return event  # the fast path: nothing here any rule reads
-        return self._slow(event)
+        return guarded(self._slow, event, self._fail)  # an exception on an odd JSON value: MALFORMED_RESPONSE
 
     def _slow(self, event: bytes) -> bytes:
         data: list[bytes] = []
@@ -207,14 +207,11 @@ class ChatRepair:
         payload = b"\n".join(data)
         if payload == b"[DONE]" and named != b"error":  # as the library reads it: exactly, and not an error event
             return self._done(event)
-        try:
-            obj = msgspec.json.decode(payload)
-        except msgspec.DecodeError:
-            obj = None
+        obj = decoded(payload, named)  # None when malformed (or nested deeper than msgspec reads)
         if not isinstance(obj, dict):
             shown = payload[:120].decode("utf-8", "replace")
             return self._fail(Failure(Code.MALFORMED_RESPONSE, f"an event is not a JSON object: {shown}"))
-        if named == b"error" or obj.get("error"):  # OpenRouter sends its error beside choices: still an error
+        if named == b"error" or obj.get("error") is not None:  # beside choices (OpenRouter), or falsy: an error
             failure = classify_inband_error(obj.get("error", obj))
             if self._key is not None:
                 failure = attrs.evolve(failure, message=failure.message.replace(self._key.decode(), "[redacted]"))

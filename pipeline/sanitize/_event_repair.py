@@ -59,6 +59,7 @@ class EventRepair:
         self._refused = False
         self.forwarded = False
         """Whether any byte has been handed to the client (set by the transport)."""
+        self.held_events = 0  # answer events read and held (not a ping, a comment): the read deadline's progress
         self.repairs: Counter[str] = Counter()
         """What was repaired, by kind (the proxy's access log and metrics): ``key-redacted`` here, the rest by the
         format (``tool-call-identity``, ``block-restarted``, ``item-identity``, ``response-identity``, ``framing``,
@@ -122,10 +123,7 @@ class EventRepair:
             data = event_parts(tail)[1]
             if data is not None and (data == b"[DONE]" or _whole_json(data)):
                 self._unterminated = True
-                if self._ended:
-                    self._after_end(tail)
-                else:
-                    self._event(tail)
+                self._one(tail)
         if not self._ended:
             self._on_cut()
         return self._take()
@@ -186,8 +184,11 @@ class EventRepair:
             self.repairs["key-redacted"] += 1
         if self._ended:
             self._after_end(raw)
-        else:
+            return
+        try:
             self._event(raw)
+        except (TypeError, ValueError, RecursionError) as exc:  # a rule tripped on an odd JSON value: no exception
+            self._end_with(Failure(Code.MALFORMED_RESPONSE, f"malformed SSE payload: {type(exc).__name__}: {exc}"))
 
     def _event(self, raw: bytes) -> None:
         raise NotImplementedError
@@ -209,6 +210,7 @@ class EventRepair:
         if self._preamble or self._queue:
             self._queue.append(raw)
             self._held_bytes += len(raw)
+            self.held_events += content
             if not self._preamble:
                 self._flush()
             if self._held_bytes > self._held_limit:
@@ -218,6 +220,7 @@ class EventRepair:
             self._out.append(raw)
 
     def _hold(self, held: Held) -> None:
+        self.held_events += 1
         self._holding += 1
         self._queue.append(held)
 

@@ -52,8 +52,11 @@ class StreamRepair(Protocol):
 
 
 class RepairFactory(Protocol):
-    """A repairer class's constructor: ``limits`` bound the stream as in ``pipeline.translate``; ``api_key`` (the
-    request's own) is redacted from whatever the repairer re-encodes or forwards."""
+    """A repairer class's constructor: ``limits`` bound what the repairer holds (one open event, ``max_event_bytes``;
+    what waits to be forwarded, ``max_text_bytes``; a call's arguments before its identity, ``max_arguments_bytes``;
+    ``max_tool_calls``), ending ``LIMIT_EXCEEDED``; text and arguments it forwards are not counted against them
+    (decision 0036's amendment). ``api_key`` (the request's own) is redacted from whatever it re-encodes or
+    forwards."""
 
     def __call__(self, *, limits: Limits | None = None, api_key: str | None = None) -> StreamRepair: ...
 

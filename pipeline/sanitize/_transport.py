@@ -79,11 +79,12 @@ class SanitizingTransport(Transports):
     ``httpx2.AsyncClient``.
 
     ``retry`` (default ``None``: no internal retries) is a ``RetryPolicy`` for clients with no retry loop;
-    ``retry_policy`` is its older name. ``limits`` bound each response as in ``pipeline.translate``. ``mode`` is
-    ``"stream"`` (forward as soon as repaired bytes are ready) or ``"buffered"`` (hold the response until its
-    finish). ``strict=True`` adds the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in
-    it ``EMPTY_RESPONSE`` (both answered with ``x-should-retry: true``); by default those reach the client as the
-    upstream sent them. ``random`` is the backoff's jitter source (inject a fixed one in tests).
+    ``retry_policy`` is its older name. ``limits`` bound what the repairers hold (``RepairFactory``; a forwarded
+    answer is not cut at ``max_text_bytes``). ``mode`` is ``"stream"`` (forward as soon as repaired bytes are ready)
+    or ``"buffered"`` (hold the response until its finish, at most ``max_text_bytes`` of it). ``strict=True`` adds
+    the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in it ``EMPTY_RESPONSE`` (both
+    answered with ``x-should-retry: true``); by default those reach the client as the upstream sent them.
+    ``random`` is the backoff's jitter source (inject a fixed one in tests).
     """
 
     def __init__(
@@ -156,6 +157,10 @@ class SanitizingTransport(Transports):
         delay = attempt.delay_s(result)
         return (self._answer(hx, request, found, result) if delay is None else None), delay
 
+    def _buffered(self) -> int:
+        """The bytes a buffered response may hold until its finish (``max_text_bytes``); 0 in stream mode."""
+        return (self.limits or DEFAULT_LIMITS).max_text_bytes if self.mode == "buffered" else 0
+
     def _classification(self) -> RetryPolicy | None:
         """Which failures ``x-should-retry`` calls retryable: the opt-in policy's, else the library's default
         (``strict`` adds ``REFUSAL``, which an agent harness retries)."""
@@ -194,7 +199,7 @@ class SanitizingTransport(Transports):
                     return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 time.sleep(delay)
                 continue
-            result = SyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+            result = SyncBody.start(hx, upstream, self._repair(found, request), self._buffered(),
                                     Deadline.of(request))
             response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:
@@ -238,7 +243,7 @@ class SanitizingTransport(Transports):
                     return _as_sent(hx, upstream, raw if isinstance(raw, bytes) else found.error_body(failure))
                 await asyncio.sleep(delay)
                 continue
-            result = await AsyncBody.start(hx, upstream, self._repair(found, request), self.mode == "buffered",
+            result = await AsyncBody.start(hx, upstream, self._repair(found, request), self._buffered(),
                                            Deadline.of(request))
             response, delay = self._settle(hx, request, found, attempt, result)
             if delay is None:

@@ -256,7 +256,7 @@ class ResponsesRepair(EventRepair):
         for position, given in enumerate(output if type(output) is list else ()):
             if type(given) is not dict:
                 continue
-            index = self._by_id.get(given.get("id"))  # type: ignore[arg-type]
+            index = self._by_id.get(given["id"]) if named(given.get("id")) else None  # an object id is no key
             if index is None:
                 index = next((i for i, item in self._items.items()
                               if item.call_id is not None and item.call_id == given.get("call_id")), None)
