@@ -189,8 +189,9 @@ class ProxyConfig:
                                             "key is then never forwarded", default=None, validator=_env_name)
     forward_headers: tuple[str, ...] = _setting(str, "more request headers to forward upstream, comma-separated (a "
                                                 "trailing * matches a prefix)", default=(), converter=_names)
-    limits: Limits = _setting(str, "bounds of one streamed response, NAME=VALUE,... of pipeline Limits (e.g. "
-                              "max_text_bytes=1000000)", default=attrs.Factory(Limits), converter=_limits)
+    limits: Limits = _setting(str, "bounds of what the repairer holds of one response before it can forward (a sound "
+                              "answer is never cut), NAME=VALUE,... of pipeline Limits (e.g. max_text_bytes=1000000)",
+                              default=attrs.Factory(Limits), converter=_limits)
 
     retry_policy: RetryPolicy | None = attrs.field(default=None, metadata={"flag": False})
     """Python only: the sanitizing transport's whole policy, overriding ``retries`` (tests use a short backoff)."""
