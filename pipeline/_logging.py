@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
-import threading
 from collections.abc import Callable, Mapping
 
 from reactivex import Observable
@@ -37,6 +35,15 @@ from reactivex import Observable
 from operators import Anomaly, Chunk, Failure, Finish, Retry
 
 from ._chunk_stage import ChunkStage, chunk_operator
+from ._secrets import (
+    MIN_SECRET_CHARS,
+    redact_header_values,
+    redact_secrets,
+    register_key_headers,
+    register_secret,
+    registered,
+    whole_keys,
+)
 
 __all__ = [
     "ENV_VAR", "ROOT", "VALUES_REDACTED", "configure_from_env", "get_logger", "log_chunks",
@@ -47,141 +54,56 @@ ROOT = "llm_stream"
 ENV_VAR = "LLM_STREAM_LOG"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 FORMAT = "[%(asctime)s - %(name)s:%(lineno)d - %(levelname)s] %(message)s"
-REDACTED = "[redacted]"
 VALUES_REDACTED = "llm_stream_values_redacted"
 """``logger.info(..., extra={VALUES_REDACTED: True})``: the record's producer redacted each value it wrote into the
 message (``redact_secrets``); the filter then keeps the message's own words (a structured line's field names,
 ``upstream_status``) and replaces only whole keys, not every 8-character run that a key happens to share with them."""
-MIN_SECRET_CHARS = 8  # as the chunk redaction (docs/decisions/0015-redaction.md): shorter is no secret
-
-_lock = threading.Lock()
-_patterns: dict[str, re.Pattern[str]] = {}
-_header_values: dict[str, re.Pattern[str]] = {}
-
-
-def _pattern(secret: str) -> re.Pattern[str]:
-    """The key, its code form (what an upper-cased ``finish_reason`` makes of it), or any start of either 8
-    characters or longer, in any letter case."""
-
-    def prefixes(text: str) -> str:
-        head, rest = re.escape(text[:MIN_SECRET_CHARS]), text[MIN_SECRET_CHARS:]
-        return head + "".join(f"(?:{re.escape(char)}" for char in rest) + ")?" * len(rest)
-
-    code_form = re.sub(r"[^A-Z0-9]+", "_", secret.upper()).strip("_")
-    forms = [prefixes(secret)]
-    if len(code_form) >= MIN_SECRET_CHARS and code_form.lower() != secret.lower():
-        forms.append(prefixes(code_form))
-    return re.compile("|".join(forms), re.IGNORECASE)
-
-
-def redact_secrets(text: str, secrets: tuple[str, ...] | None = None) -> str:
-    """``text`` without any registered key (or the keys given): the key or its code form in any letter case, any
-    start of either 8 characters or longer, and any other cut of either 8 characters or longer (a quote that lost
-    the key's beginning)."""
-    with _lock:
-        keys = tuple(_patterns) if secrets is None else secrets
-        chosen = tuple(_register(key) for key in keys)
-    for pattern in chosen:
-        text = pattern.sub(REDACTED, text)
-    for key in keys:
-        if len(key) >= MIN_SECRET_CHARS:
-            text = _mask_cuts(text, _forms(key))
-    return text
-
-
-def _forms(secret: str) -> tuple[str, ...]:
-    """The key and its code form, lower case (what a cut is compared with)."""
-    code_form = re.sub(r"[^A-Z0-9]+", "_", secret.upper()).strip("_")
-    return tuple({secret.lower(), code_form.lower()})
-
-
-def _mask_cuts(text: str, forms: tuple[str, ...]) -> str:
-    """Replaces every run of ``MIN_SECRET_CHARS`` or more characters that occurs inside one of ``forms`` (any letter
-    case). Linear in the text: a window is looked up among the forms' windows, then the run is extended."""
-    size = MIN_SECRET_CHARS
-    folded = text.lower()
-    if len(folded) != len(text):  # a letter whose lower case is longer: compare as written
-        folded = text
-    windows = {form[at : at + size] for form in forms for at in range(len(form) - size + 1)}
-    out: list[str] = []
-    done = at = 0
-    while at + size <= len(folded):
-        if folded[at : at + size] not in windows:
-            at += 1
-            continue
-        end = at + size
-        while end < len(folded) and any(folded[at : end + 1] in form for form in forms):
-            end += 1
-        out += [text[done:at], REDACTED]
-        done = at = end
-    if not out:
-        return text
-    out.append(text[done:])
-    return "".join(out)
-
-
-def _register(secret: str) -> re.Pattern[str]:
-    pattern = _patterns.get(secret)
-    if pattern is None:
-        pattern = _patterns[secret] = _pattern(secret)
-    return pattern
-
-
-def register_key_headers(names: tuple[str, ...] | frozenset[str]) -> None:
-    """Every later record of an ``llm_stream`` logger loses the value of each header in ``names`` wherever the
-    message quotes it (``x-api-key: K``, ``'x-api-key': 'K'``, ``Authorization: Bearer K``), keys never registered
-    with ``register_secret`` too: the key headers of every wire-format record (``pipeline.formats.WireRegistry``)."""
-    with _lock:
-        for name in names:
-            if name.lower() not in _header_values:
-                _header_values[name.lower()] = re.compile(
-                    rf"(?<![\w-])({re.escape(name)}['\"]?\s*[:=,]\s*b?['\"]?(?:bearer\s+)?)"
-                    rf"([^\s'\",;)}}\]]{{{MIN_SECRET_CHARS},}})",
-                    re.IGNORECASE,
-                )
-
-
-def _redact_header_values(text: str) -> str:
-    with _lock:
-        patterns = tuple(_header_values.values())
-    for pattern in patterns:
-        text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
-    return text
-
-
-def _whole_keys(text: str) -> str:
-    """``text`` without any registered key whole, in any letter case (a ``VALUES_REDACTED`` record's redaction)."""
-    with _lock:
-        keys = tuple(_patterns)
-    for key in keys:
-        text = re.sub(re.escape(key), REDACTED, text, flags=re.IGNORECASE)
-    return text
-
-
-def register_secret(secret: str | None) -> None:
-    """Every later record of an ``llm_stream`` logger loses ``secret`` (ignored when None or too short)."""
-    if secret and len(secret) >= MIN_SECRET_CHARS:
-        with _lock:
-            _register(secret)
-
-
 class _RedactingFilter(logging.Filter):
-    """Rewrites a record before any handler sees it: the message (arguments merged) and a traceback's text."""
+    """Rewrites a record before any handler sees it: the message (arguments merged) and a traceback's text.
+
+    A record with arguments keeps its own words: each argument loses any secret (a cut of a key included), and the
+    format string, the library's own text, loses only a whole key, so a field name such as ``upstream_status`` is
+    never rewritten because a key shares 8 characters with it. A record without arguments (or whose redacted
+    arguments no longer format) is redacted as one text; a ``VALUES_REDACTED`` record only of whole keys."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _patterns and not _header_values:
+        if not registered():
             return True
         message = record.getMessage()
-        whole_keys_only = getattr(record, VALUES_REDACTED, False)  # the producer redacted each value itself
-        redacted = _whole_keys(message) if whole_keys_only else _redact_header_values(redact_secrets(message))
+        if getattr(record, VALUES_REDACTED, False):  # the producer redacted each value itself
+            redacted = whole_keys(message)
+        else:
+            redacted = _by_arguments(record) or redact_header_values(redact_secrets(message))
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[0] is not None:
             text = logging.Formatter().formatException(record.exc_info)
-            clean = _redact_header_values(redact_secrets(text))
+            clean = redact_header_values(redact_secrets(text))
             if clean != text:  # the traceback names the key: keep only its redacted text
                 record.exc_info, record.exc_text = None, clean
         return True
+
+
+def _clean(value: object) -> object:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value  # %d and %f keep their number
+    text = str(value)
+    clean = redact_header_values(redact_secrets(text))
+    return value if clean == text else clean
+
+
+def _by_arguments(record: logging.LogRecord) -> str | None:
+    """The message with each argument redacted and only whole keys out of the format string; None without
+    arguments, or when the redacted arguments no longer fit the format."""
+    args = record.args
+    if not args or not isinstance(record.msg, str):
+        return None
+    cleaned = {key: _clean(value) for key, value in args.items()} if isinstance(args, Mapping) else tuple(
+        _clean(value) for value in args)
+    try:
+        return redact_header_values(whole_keys(record.msg)) % cleaned
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 _FILTER = _RedactingFilter()

@@ -23,7 +23,7 @@ from reactivex import operators as rx_ops
 import pipeline
 from operators import Anomaly, Chunk, Code, Finish, Retry, RetryPolicy, Signal
 from operators.extend import map_items
-from pipeline import _logging
+from pipeline import _logging, _secrets
 from pipeline.emulator import Emulator
 
 ROOT = Path(__file__).parents[1]
@@ -277,3 +277,25 @@ def test_a_rule_after_close_on_done_that_raises_is_logged_with_its_traceback(cap
     (record,) = [r for r in caplog.records if r.name == "llm_stream.compose"]
     assert record.exc_info is not None
     assert "late rule broke" in str(record.exc_info[1])
+
+
+def test_a_record_with_arguments_keeps_its_own_words_and_loses_the_key_in_its_values(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    secret = "sk-upstream-0123456789abcdef"  # shares "upstream" (8 characters) with the field name below
+    saved = dict(_secrets._patterns)
+    _logging.register_secret(secret)
+    logger = _logging.get_logger("test.args")
+    try:
+        with caplog.at_level(logging.INFO, logger="llm_stream.test.args"):
+            logger.info("upstream_status=%d answer=%s cut=%s", 401, f"Incorrect API key provided: {secret}",
+                        secret[:12])
+            logger.info(f"pre-formatted upstream_status with the key {secret} inside")  # no arguments: one text
+    finally:  # the key is forgotten: "upstream" in later records of this process stays as written
+        _secrets._patterns.clear()
+        _secrets._patterns.update(saved)
+
+    templated, formatted = (record.getMessage() for record in caplog.records)
+    assert templated == "upstream_status=401 answer=Incorrect API key provided: [redacted] cut=[redacted]"
+    assert secret not in formatted
+    assert "sk-upstream-0123" not in formatted

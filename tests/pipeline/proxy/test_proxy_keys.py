@@ -17,7 +17,7 @@ import httpx
 import pytest
 from proxy_gateway import sse_text
 
-from pipeline import _logging
+from pipeline import _secrets
 from pipeline.proxy import Proxy, ProxyConfig
 from pipeline.proxy._config import LogFormat
 
@@ -93,10 +93,10 @@ class _Echo(http.server.BaseHTTPRequestHandler):
 def _registry() -> Iterator[None]:
     """The keys the proxies here register with the log filter are forgotten after this module (a key with
     "upstream" in it would redact that word from other modules' records)."""
-    saved = dict(_logging._patterns)
+    saved = dict(_secrets._patterns)
     yield
-    _logging._patterns.clear()
-    _logging._patterns.update(saved)
+    _secrets._patterns.clear()
+    _secrets._patterns.update(saved)
 
 
 @pytest.fixture(scope="module")
