@@ -33,7 +33,7 @@ from operators import DEFAULT_LIMITS, Code, Failure, Finish, FinishReason, Limit
 from operators.extend import classify_inband_error
 
 from ._chat_calls import Choice
-from ._chat_fast import plain_events, text_shape
+from ._chat_fast import Kept, plain_events, text_shape
 from ._encode import error_event
 
 __all__ = ["ChatRepair"]
@@ -56,6 +56,7 @@ class ChatRepair:
         self._key = api_key.encode() if api_key and len(api_key) >= 8 else None
         self._strict = strict
         self._buf = b""
+        self._kept = Kept()  # reads after ``_buf`` that end no event, joined once when one does (linear)
         self._started = False
         self._cr = False
         self._held: list[bytes] = []
@@ -83,7 +84,7 @@ class ChatRepair:
 
     def dispose(self) -> None:
         self._held.clear()
-        self._buf = b""
+        self._buf, self._kept = b"", Kept()
 
     # -- bytes in ---------------------------------------------------------------------------------------------------
 
@@ -111,7 +112,9 @@ class ChatRepair:
             if not self._cr:
                 self.repairs["line-ends"] += 1
             data = self._lf(data)
-        buf = self._buf + data if self._buf else data
+        if self._buf and self._kept.keep(self._buf, data, self._limits.max_event_bytes):
+            return b""  # no event ends in this read: kept as it came, never joined or rescanned until one does
+        buf = self._kept.joined(self._buf, data)
         out: list[bytes] = []
         start = 0
         whole = self._strict  # one try per read at passing every whole event at once (the fast path)
@@ -151,6 +154,7 @@ class ChatRepair:
         ``[DONE]`` if it had none; any other ending is ``STREAM_CLOSED``."""
         if self._finish is not None:
             return b""
+        self._buf = self._kept.joined(self._buf)
         out = self._event(self._buf + b"\n\n") if self._buf.strip() else b""
         self._buf = b""
         if self._finish is not None:
