@@ -56,6 +56,8 @@ class Kept:
         """Whether ``data`` was kept: no blank line in it nor across its start (after ``held`` and the reads kept),
         and the open bytes stay within ``limit`` (past it the repairer joins them and fails)."""
         pieces = self.pieces
+        if not data:  # (a read that was a held CR alone): nothing to keep, and the last piece kept stays a real one
+            return True
         if data.find(b"\n\n") >= 0 or (data[:1] == b"\n" and (pieces[-1] if pieces else held)[-1:] == b"\n"):
             return False
         if len(held) + self.size + len(data) > limit:
