@@ -97,7 +97,9 @@ class ResponsesRepair(EventRepair):
     def _event(self, raw: bytes) -> None:
         name = b""
         if raw.startswith(b"event: "):
-            name = raw[7 : raw.find(b"\n")].rstrip(b"\r")
+            end = raw.find(b"\n")
+            cr = raw.find(b"\r", 7, end if end >= 0 else len(raw))  # its line ends at a CR (CR or CRLF line ends)
+            name = raw[7 : cr if cr >= 0 else end]
             kind = name.decode("utf-8", "replace")
         elif raw.startswith(b'data: {"type":"'):
             kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
