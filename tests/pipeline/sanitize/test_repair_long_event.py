@@ -56,8 +56,7 @@ def test_one_long_event_in_1_byte_reads_costs_a_repairer_time_linear_in_its_byte
 @pytest.mark.parametrize("format", FORMATS)
 def test_a_long_event_in_small_reads_passes_a_repairer_as_one_read_passes_it(format: str, read: int,
                                                                               line_end: bytes) -> None:
-    shape = {"line_end": line_end, "lines": True}
-    data = long_event.body(format, 4096, **shape)
+    data = long_event.body(format, 4096, line_end=line_end, lines=True)
     make: Any = {"chat": ChatRepair, "messages": MessagesRepair, "responses": ResponsesRepair}[format]
     whole = make()
     expected = whole.feed(data) + whole.close()
