@@ -92,4 +92,4 @@ def _through_transport(path: str, format: str, parts: list[bytes]) -> Callable[[
 @pytest.mark.parametrize("format", FORMATS)
 def test_one_long_event_in_64_byte_reads_through_the_transport_costs_time_linear_in_its_bytes(format: str) -> None:
     assert _through_transport("transport", format, long_event.pieces(long_event.body(format, 1024), 64))() > 1024
-    assert growth(format, 64, 240, path="transport", lines=True) < long_event.LINEAR_BAR
+    assert growth(format, 64, 240, path="transport", lines=True, line_end=b"\r\n") < long_event.LINEAR_BAR
