@@ -15,7 +15,7 @@ from benchmarks import _workloads as work
 from benchmarks._rows import Spec, round_robin
 from benchmarks._throughput import Bench
 
-__all__ = ["CONSTRUCTION_CHAINS", "chain_construction", "linearity_pass", "overhead_pass"]
+__all__ = ["CONSTRUCTION_CHAINS", "chain_construction", "linearity_pass", "long_event_pass", "overhead_pass"]
 
 CONSTRUCTION_CHAINS = 10_000
 OVERHEAD_ROUNDS = 15
@@ -74,6 +74,15 @@ def linearity_pass(bench: Bench) -> None:
                        "us_per_event": statistics.median(spec.times) / events * 1e6})
     values = [float(p["us_per_event"]) for p in points]
     bench.results.linearity = {"points": points, "spread": max(values) / min(values)}
+
+
+def long_event_pass(bench: Bench, smoke: bool) -> None:
+    """One long event in 64-byte reads per format and path (``benchmarks.long_event``): s/MiB at 1x and 4x (192 KiB
+    and 768 KiB; 32 and 128 KiB for the smoke run)."""
+    from benchmarks import long_event
+
+    kib, rounds = (32, 1) if smoke else (192, 3)
+    bench.results.long_event = long_event.measure(kib, 64, rounds)
 
 
 def chain_construction(bench: Bench, rounds: int) -> None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from benchmarks._passes import CONSTRUCTION_CHAINS
 from benchmarks._rows import Results
@@ -90,6 +91,12 @@ def report(results: Results) -> str:
         points = ", ".join(f"{p['events']:,} events {p['us_per_event']:.2f}" for p in lin["points"])
         out.append(f"linearity (ours bytes->chunks, us/event, interleaved pass, median of "
                    f"{'/'.join(str(p['runs']) for p in lin['points'])} runs): {points}; max/min {lin['spread']:.2f}")
+    if results.long_event:
+        from benchmarks.long_event import lines
+
+        kib = results.long_event[0]["kib"]
+        out.append(f"one long event in 64-byte reads (CPU s per MiB at {kib[0]} and {kib[1]} KiB, least of the runs):")
+        out.extend("  " + line for line in lines(results.long_event))
     mem = results.memory
     if mem:
         out.append("")
@@ -181,6 +188,15 @@ def evaluate_targets(results: Results) -> None:
             f"{measured}; max/min {lin['spread']:.2f}")
     else:
         add(f"linear in stream length (us/event max/min <= {LINEARITY_SPREAD})", "n/a", "needs 4k/medium/large")
+
+    # 4b. one long event in small reads (issue 31)
+    if results.long_event:
+        from benchmarks.long_event import LINEAR_BAR
+
+        slowest: dict[str, Any] = max(results.long_event, key=lambda row: float(row["ratio_4x"]))
+        add(f"one long event in 64-byte reads linear (time at 4x the bytes < {LINEAR_BAR:g}x)",
+            "PASS" if slowest["ratio_4x"] < LINEAR_BAR else "MISS",
+            f"worst {slowest['format']} {slowest['path']}: {slowest['ratio_4x']:.1f}x")
 
     # 5. Rx overhead
     o = results.overhead

@@ -71,6 +71,8 @@ class Results:
     """The Rx overhead pass (one stream)."""
     construction: dict[str, float] = field(default_factory=dict)
     linearity: dict[str, Any] = field(default_factory=dict)
+    long_event: list[dict[str, Any]] = field(default_factory=list)
+    """One long event in 64-byte reads, per format and path (``long_event.py``)."""
     memory: dict[str, Any] = field(default_factory=dict)
     concurrency: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -49,7 +49,7 @@ if __package__ in (None, ""):  # python benchmarks/run.py
 
 from benchmarks._emulator_proc import ROOT, EmulatorProcess, emulator_class
 from benchmarks._loopback import loopback
-from benchmarks._passes import chain_construction, linearity_pass, overhead_pass
+from benchmarks._passes import chain_construction, linearity_pass, long_event_pass, overhead_pass
 from benchmarks._report import evaluate_targets, report
 from benchmarks._rows import machine
 from benchmarks._throughput import PIECE, Bench
@@ -185,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("  Rx overhead and linearity passes ...", file=sys.stderr, flush=True)
     overhead_pass(bench)
     linearity_pass(bench)
+    print("  one long event in 64-byte reads ...", file=sys.stderr, flush=True)
+    long_event_pass(bench, args.smoke)
 
     # memory
     if "large" in args.sizes and not args.skip_memory:

@@ -38,6 +38,9 @@ HotRead: TypeAlias = Callable[[FastChain, bytes], bool]
 took the read."""
 
 _DATA = b"data: "
+_KEPT: tuple[list[Any], bytes, int] = ([], b"\n\n", 0)
+"""``decoded``'s answer for a read that only continues the open line: no event, and the read taken whole (the
+callers' ``cut + 2 == len(buf)``)."""
 
 
 def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes, ...] | None = None
@@ -46,10 +49,20 @@ def decoded(decoder: Any, parser: SseFraming, piece: bytes, headers: tuple[bytes
     event ends)``, or None when the read is not plain (``headers``: the only headers accepted, when given). One event
     (how a live stream arrives) costs a few ``find`` calls (not ``in``: ``in`` tries its needle as an int first,
     raising inside) and is decoded alone; several are split with one ``split`` and each decoded alone, exactly as the
-    general path decodes them."""
-    if parser.data or parser.event or parser.pending_cr or parser.at_start or parser.head or parser.finished:
+    general path decodes them. A read that only continues the open line (no line end, inside the line limit) is
+    kept in the framing's pending pieces as the framing keeps it, so an event arriving in small reads is joined
+    once, when a line end arrives: linear in its bytes whatever the read size (``_KEPT``)."""
+    if parser.pending_cr or parser.at_start or parser.head or parser.finished:
         return None
     pending = parser.pending
+    if pending and piece.find(b"\n") < 0:  # it cannot end the open line: kept as the framing keeps it, never joined
+        if piece.find(b"\r") >= 0 or parser.open_bytes + len(piece) > parser.event_limit:
+            return None
+        parser.open_bytes += len(piece)
+        pending.append(piece)
+        return _KEPT
+    if parser.data or parser.event:
+        return None
     buf = b"".join([*pending, piece]) if pending else piece
     cut = buf.rfind(b"\n\n")
     if cut <= 0 or len(buf) > parser.event_limit or buf.find(b"\r") >= 0:

@@ -132,17 +132,20 @@ class _Detect(BaseStage[bytes, Signal]):
             self.finished = self.inner.finished
             return
         self.head += batch
-        chosen = self._scan(final=False)
+        chosen = self._scan(final=False, new=len(batch))
         if chosen is None and len(self.head) <= self.limits.max_event_bytes:
             return
         self._start(chosen or "chat", out)
 
-    def _scan(self, *, final: bool) -> Format | None:
-        """Detection over the lines completed since the last read (all the rest when ``final``)."""
+    def _scan(self, *, final: bool, new: int = 0) -> Format | None:
+        """Detection over the lines completed since the last read (all the rest when ``final``); a line end is looked
+        for in the ``new`` bytes only (the earlier ones past ``scanned`` have none), so a long first line in small
+        reads costs its bytes once."""
         head = self.head
         start = self.scanned
         stop = min(len(head), self.limits.max_event_bytes + 1)  # past it detection gives up: never scanned
-        end = stop if final else max(head.rfind(b"\n", start, stop), head.rfind(b"\r", start, stop)) + 1
+        since = max(start, len(head) - new)
+        end = stop if final else max(head.rfind(b"\n", since, stop), head.rfind(b"\r", since, stop)) + 1
         if end <= start:
             return None
         # a CR ending the previous scan may have been half of a CRLF: its LF then starts an empty line, telling nothing

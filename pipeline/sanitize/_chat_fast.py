@@ -2,12 +2,13 @@
 
 ``plain_events``: a block of whole events, each one ``data: {...}`` line that no rule reads, found by a few byte
 searches whatever the number of events. ``text_shape``: the bytes around the text of one ``"content"`` delta, so a
-later read shaped the same is proven rule-free by its text alone. The repair itself is ``_chat_repair.py``.
+later read shaped the same is proven rule-free by its text alone. ``Kept``: the reads of an open event, joined once.
+The repair itself is ``_chat_repair.py``.
 """
 
 from __future__ import annotations
 
-__all__ = ["plain_events", "text_shape"]
+__all__ = ["Kept", "plain_events", "text_shape"]
 
 
 def plain_events(block: bytes, events: int, key: bytes | None) -> bool:
@@ -39,3 +40,37 @@ def text_shape(event: bytes) -> tuple[bytes, bytes]:
     if end < 0 or event[end - 1 : end] == b"\\":
         return b"", b""
     return event[:start], event[end:]
+
+
+class Kept:
+    """The reads that could end no event, kept after the repairer's open bytes as they came and joined once, when a
+    read ends an event: the work per read is its own bytes, whatever the event's length and the read size."""
+
+    __slots__ = ("pieces", "size")
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+    def keep(self, held: bytes, data: bytes, limit: int) -> bool:
+        """Whether ``data`` was kept: no blank line in it nor across its start (after ``held`` and the reads kept),
+        and the open bytes stay within ``limit`` (past it the repairer joins them and fails)."""
+        pieces = self.pieces
+        if not data:  # (a read that was a held CR alone): nothing to keep, and the last piece kept stays a real one
+            return True
+        if data.find(b"\n\n") >= 0 or (data[:1] == b"\n" and (pieces[-1] if pieces else held)[-1:] == b"\n"):
+            return False
+        if len(held) + self.size + len(data) > limit:
+            return False
+        pieces.append(data)
+        self.size += len(data)
+        return True
+
+    def joined(self, held: bytes, data: bytes = b"") -> bytes:
+        """``held``, the reads kept and ``data`` as one (the reads kept are forgotten)."""
+        if not self.pieces:
+            return held + data if held else data
+        buf = b"".join([held, *self.pieces, data])
+        self.pieces.clear()
+        self.size = 0
+        return buf

@@ -36,7 +36,7 @@ from operators.wire import decode_chunk
 
 from ._chat_bounds import Opening, choices_bound, decoded, guarded
 from ._chat_calls import Choice
-from ._chat_fast import plain_events, text_shape
+from ._chat_fast import Kept, plain_events, text_shape
 from ._encode import error_event
 
 __all__ = ["ChatRepair"]
@@ -59,6 +59,7 @@ class ChatRepair:
         self._key = api_key.encode() if api_key and len(api_key) >= 8 else None
         self._strict = strict
         self._buf = b""
+        self._kept = Kept()  # reads after ``_buf`` that end no event, joined once when one does (linear)
         self._started = False
         self._cr = False
         self._held = Opening(self._limits.max_text_bytes)
@@ -87,7 +88,7 @@ class ChatRepair:
 
     def dispose(self) -> None:
         self._held.clear()
-        self._buf = b""
+        self._buf, self._kept = b"", Kept()
 
     # -- bytes in ---------------------------------------------------------------------------------------------------
 
@@ -115,7 +116,9 @@ class ChatRepair:
             if not self._cr:
                 self.repairs["line-ends"] += 1
             data = self._lf(data)
-        buf = self._buf + data if self._buf else data
+        if self._buf and self._kept.keep(self._buf, data, self._limits.max_event_bytes):
+            return b""  # no event ends in this read: kept as it came, never joined or rescanned until one does
+        buf = self._kept.joined(self._buf, data)
         out: list[bytes] = []
         start = 0
         whole = self._strict  # one try per read at passing every whole event at once (the fast path)
@@ -151,12 +154,12 @@ class ChatRepair:
         return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
     def close(self) -> bytes:
-        """The upstream body ended: a last event without its blank line is dropped, as WHATWG and the library drop it
-        (a CR held back ends its line first; decision 0070); a stream with every choice finished gets its ``[DONE]``
-        if it had none; any other ending is ``STREAM_CLOSED``."""
+        """The body ended: a last event without its blank line is dropped, as WHATWG and the library do (a held CR ends
+        its line first; decision 0070); a finished message gets its ``[DONE]``; any other ending: ``STREAM_CLOSED``."""
         if self._finish is not None:
             return b""
         out = self.feed(b"\n") if self._cr else b""  # the held CR was a line end: "\r" + "\n" is one
+        self._kept.joined(b"")  # an unterminated last event, kept or not, is dropped (decision 0070)
         self._buf = b""
         if self._finish is not None:
             return out

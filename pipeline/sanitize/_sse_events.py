@@ -23,11 +23,12 @@ class SseSplitter:
     """Body bytes in (any split), whole events out as their original bytes; ``tail()`` is what is left at the end
     (an event without its blank line, or a cut line). ``pending`` counts the bytes of the open event."""
 
-    __slots__ = ("_cr", "_pieces", "pending")
+    __slots__ = ("_cr", "_deferred", "_pieces", "pending")
 
     def __init__(self) -> None:
         self._pieces: list[bytes] = []
         self._cr = False  # a CR was seen: the general boundary search from now on
+        self._deferred = False  # the open bytes end in a boundary whose last CR waits for the next byte
         self.pending = 0
 
     @property
@@ -51,12 +52,18 @@ class SseSplitter:
             self._pieces.append(data)
             self.pending += len(data)
             return b""
-        if self._pieces:
-            self._pieces.append(data)
-            buf = b"".join(self._pieces)
-            self._pieces.clear()
+        pieces = self._pieces
+        if pieces:
+            if not (self._deferred or self._ends_in(data)):  # kept as it came: the open bytes are never rescanned
+                pieces.append(data)
+                self.pending += len(data)
+                return b""
+            pieces.append(data)
+            buf = b"".join(pieces)
+            pieces.clear()
         else:
             buf = data
+        self._deferred = False
         if not self._cr:
             end = buf.rfind(b"\n\n") + 2
         else:
@@ -64,6 +71,7 @@ class SseSplitter:
             ends_cr = buf.endswith(b"\r")
             for match in _BOUNDARY.finditer(buf):
                 if ends_cr and match.end() == len(buf):
+                    self._deferred = True
                     break  # a CR last: wait for the next byte, which may make it a CRLF of this boundary
                 end = match.end()
         if end <= 1:
@@ -72,6 +80,20 @@ class SseSplitter:
             self._pieces.append(buf[end:])
         self.pending = len(buf) - end
         return buf[:end]
+
+    def _ends_in(self, data: bytes) -> bool:
+        """Whether a boundary may end in ``data`` (the open bytes hold none but a deferred one): one is at most four
+        bytes, so the open bytes' last three and ``data`` hold it. Only when one may is the open event joined and
+        scanned, so an event in small reads costs its bytes once, whatever the read size (issue 31)."""
+        pieces = self._pieces
+        if not self._cr:
+            return data.find(b"\n\n") >= 0 or (data[:1] == b"\n" and pieces[-1][-1:] == b"\n")
+        last = b""
+        for piece in reversed(pieces):
+            last = piece[-3:] + last
+            if len(last) >= 3:
+                break
+        return _BOUNDARY.search(last[-3:] + data) is not None
 
     def events(self, block: bytes) -> list[bytes]:
         """A block of whole events (``feed_block``'s) cut into its events."""
@@ -97,6 +119,7 @@ class SseSplitter:
         """The bytes after the last whole event (and forgets them)."""
         tail = b"".join(self._pieces)
         self._pieces.clear()
+        self._deferred = False
         self.pending = 0
         return tail
 

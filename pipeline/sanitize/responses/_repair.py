@@ -1,16 +1,14 @@
 """``ResponsesRepair``: an OpenAI Responses API stream made right for the openai SDK's ``responses.stream()``, sans
 I/O; and ``responses_error_body``, a failure as OpenAI's HTTP error body.
 
-Rules (docs/decisions/0036-repair-messages-and-responses.md); every event the SDK already reads right passes as its
-original bytes:
+Rules (docs/decisions/0036-repair-messages-and-responses.md); what the SDK already reads right passes as it came:
 
-- **One item per ``output_index``**: the item of the first ``response.output_item.added`` at an index is the item; its
-  ``id``, and a function call's ``call_id`` and ``name``, are written into every later event that gives another
-  (``item_id`` of the deltas and parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "Completed
-  output item identity changed" check holds on rotated item ids and blanked identities. A second ``added`` of the item
-  at an index is dropped (the SDK raises "Duplicate response output index"), of another item ``MALFORMED_RESPONSE``
-  (0070). A lifecycle event with another response id, or none, gets the first ("Lifecycle response identity changed").
-  In ``response.completed``, an unseen item id is the upstream's own and stays (OpenRouter), unless it rotated.
+- **One item per ``output_index``**: the first ``response.output_item.added`` at an index is the item; its ``id``, and a
+  function call's ``call_id`` and ``name``, are written into every later event that gives another (deltas, parts, the
+  ``.done`` item, ``response.completed``'s output), so the SDK's "Completed output item identity changed" check holds.
+  A second ``added`` of that item is dropped (the SDK raises on a duplicate index), of another item
+  ``MALFORMED_RESPONSE`` (0070). A lifecycle event with another response id, or none, gets the first. In
+  ``response.completed``, an unseen item id is the upstream's own and stays (OpenRouter), unless it rotated.
 - **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
   in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
   at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
@@ -18,11 +16,11 @@ original bytes:
   own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
   an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
   ``data: [DONE]`` is passed on (the SDK stops at it); nothing else after the end.
-- A payload of another format (a chat chunk, a Messages event) is ``MALFORMED_RESPONSE`` naming it (decision 0045).
-- Reasoning items (``encrypted_content``), server-tool items, annotations, unknown events: passed through unread.
+- Another format's payload is ``MALFORMED_RESPONSE`` naming it (0045); reasoning and server-tool items, annotations,
+  unknown events: passed through unread.
 
-The hot path (a delta or part event whose ``item_id`` is the latest item's, or that has none) is two substring
-searches; only item, lifecycle and terminal events are decoded.
+Hot path: a delta or part event of the latest item (or of none) is two substring searches; only item, lifecycle
+and terminal events are decoded.
 """
 
 from __future__ import annotations
@@ -96,7 +94,9 @@ class ResponsesRepair(EventRepair):
     def _event(self, raw: bytes) -> None:
         name = b""
         if raw.startswith(b"event: "):
-            name = raw[7 : raw.find(b"\n")].rstrip(b"\r")
+            end = raw.find(b"\n")
+            cr = raw.find(b"\r", 7, end if end >= 0 else len(raw))  # its line ends at a CR (CR or CRLF line ends)
+            name = raw[7 : cr if cr >= 0 else end]
             kind = name.decode("utf-8", "replace")
         elif raw.startswith(b'data: {"type":"'):
             kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
