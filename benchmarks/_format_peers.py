@@ -66,7 +66,7 @@ def _peers() -> list[tuple[str, str, Callable[[Pieces], Message]]]:
 
 
 def report(events: int, rounds: int) -> None:
-    from benchmarks.formats import split, timed
+    from benchmarks._timing import split, timed
 
     events = min(events, 2000)  # the openai accumulator costs ~0.5 ms an event
     print(f"accumulators, bytes -> assembled message ({events:,} text deltas, 4 KB reads, medians of {rounds} "

@@ -34,7 +34,7 @@ def _workloads(events: int, rows: list[tuple[str, str]]) -> list[tuple[str, Call
 
     import pipeline
     from benchmarks._format_streams import GENERATORS, payloads
-    from benchmarks.formats import split
+    from benchmarks._timing import split
 
     out: list[tuple[str, Callable[[], Any]]] = []
     for name, read in rows:

@@ -20,6 +20,7 @@ from pipeline.sanitize import MessagesRepair, ResponsesRepair
 from pipeline.sanitize._event_repair import EventRepair
 
 from . import formats
+from ._timing import timed
 
 PIECE = 4096
 
@@ -49,8 +50,8 @@ def measure(events: int, rounds: int) -> list[dict[str, object]]:
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in cases}
     for _ in range(rounds):
         for name, _count, repair, parse in cases:
-            times[name][0].append(formats.timed(repair))
-            times[name][1].append(formats.timed(parse))
+            times[name][0].append(timed(repair))
+            times[name][1].append(timed(parse))
     for name, count, *_ in cases:
         repair_s, parse_s = (statistics.median(t) for t in times[name])
         rows.append({"format": name, "events": count, "repair_us_per_event": repair_s / count * 1e6,

@@ -16,11 +16,8 @@ and the range of the per-round ratios. ``--instructions`` adds valgrind's instru
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pipeline
@@ -28,20 +25,13 @@ from benchmarks._format_streams import GENERATORS, fragments, payloads, texts
 from benchmarks._format_streams import chat as chat  # re-exported: the streams (benchmarks.format_repair uses them)
 from benchmarks._format_streams import messages as messages
 from benchmarks._format_streams import responses as responses
+from benchmarks._timing import split, timed  # re-exported: format_repair and the peers use them
 from operators import Finish
 
-PIECE = 4096
 ROWS: list[tuple[str, str]] = [(name, read) for read in ("4k", "event") for name in GENERATORS]
 GOALS: dict[tuple[str, str], float] = {("chat", "4k"): 0.5, ("messages", "4k"): 0.6, ("responses", "4k"): 0.6,
                                        ("chat", "event"): 1.0}
 """Issue 24: the most each row may cost, as a multiple of its floor (median of interleaved rounds)."""
-
-
-def split(data: bytes, read: str) -> list[bytes]:
-    """``4k``: 4 KB pieces; ``event``: one piece per SSE event (its blank line included)."""
-    if read == "event":
-        return [event + b"\n\n" for event in data.split(b"\n\n")[:-1]]
-    return [data[i : i + PIECE] for i in range(0, len(data), PIECE)]
 
 
 def check(name: str, events: int, pieces: list[bytes]) -> None:
@@ -53,18 +43,6 @@ def check(name: str, events: int, pieces: list[bytes]) -> None:
     assert finish.reason.kind == "tool-calls", (name, finish)
     assert message.text == "".join(texts(events)), name
     assert message.tool_calls[0].arguments == "".join(fragments()), name
-
-
-def timed(function: Callable[[], object]) -> float:
-    """Seconds ``function()`` takes, gc collected first and off while timed (``format_repair``, ``_format_peers``)."""
-    gc.collect()
-    gc.disable()
-    try:
-        started = time.perf_counter()
-        function()
-        return time.perf_counter() - started
-    finally:
-        gc.enable()
 
 
 def measure(events: int, rounds: int, rows: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
