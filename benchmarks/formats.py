@@ -25,7 +25,7 @@ from benchmarks._format_streams import GENERATORS, fragments, payloads, texts
 from benchmarks._format_streams import chat as chat  # re-exported: the streams (benchmarks.format_repair uses them)
 from benchmarks._format_streams import messages as messages
 from benchmarks._format_streams import responses as responses
-from benchmarks._timing import split, timed  # re-exported: format_repair and the peers use them
+from benchmarks._timing import split, timed
 from operators import Finish
 
 ROWS: list[tuple[str, str]] = [(name, read) for read in ("4k", "event") for name in GENERATORS]
