@@ -133,6 +133,9 @@ def status_of(run: Run) -> int | None:
     return run.messages[0]["status"] if run.messages else None
 
 
+_ERROR_SHAPE = re.compile(rb'\{("type": ?"error", ?)?"error"')  # OpenAI's error body, or Anthropic's (/v1/messages)
+
+
 def body_of(run: Run) -> bytes:
     return b"".join(m.get("body", b"") for m in run.messages[1:])
 
@@ -265,7 +268,7 @@ def check_answer(run: Run) -> None:
     if answer == "connect":
         ensure(status == 502, f"answer: an unreachable upstream is 502 (got {status})")
     elif answer == "odd":  # odd JSON types, nesting past any decoder: the API's error shape or a cut, never a 500
-        ensure(status != 500 and (status is None or status < 400 or body_of(run).startswith(b'{"error"')),
+        ensure(status != 500 and (status is None or status < 400 or _ERROR_SHAPE.match(body_of(run)) is not None),
                f"answer: odd JSON answered {status}, not in the API's error shape: {body_of(run)[:80]!r}")
     elif answer == "sse":  # a clean stream is forwarded as the upstream sent it (docs/decisions/0032)
         ensure(status == 200 and body_of(run) == SSE, "answer: a clean chat stream did not pass byte for byte")

@@ -125,7 +125,7 @@ class ProxyApp:
             report.status = refused.status
             report.finish = report.finish or refused.code
             report.bytes_out += await error_response(send, refused.status, refused.code, str(refused),
-                                                     refused.headers)
+                                                     refused.headers, path=scope["path"])
         except Exception as exc:  # the last resort: no exception escapes the app (no 500 with a traceback)
             await self._failed(exc, report, send)
         except asyncio.CancelledError:  # cancelled by the server itself, past the proxy's own cut at shutdown
@@ -148,7 +148,7 @@ class ProxyApp:
             return
         report.status, report.finish = 502, Code.UNKNOWN
         report.bytes_out += await error_response(send, 502, Code.UNKNOWN, "the proxy could not relay the upstream's "
-                                                 f"answer: {type(exc).__name__}")
+                                                 f"answer: {type(exc).__name__}", path=report.path)
 
     def cut_all(self) -> int:
         """Cuts every response in flight, each with its format's in-band error when it is a repaired stream

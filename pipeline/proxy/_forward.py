@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,9 +23,8 @@ import attrs
 import httpx
 
 from operators import Code, Failure, LlmStreamError
-from operators.extend import OWN_ERROR_TYPE
 
-from ..sanitize import OBSERVER_EXTENSION
+from ..sanitize import OBSERVER_EXTENSION, error_body
 from ._config import ProxyConfig
 from ._headers import Keys, OutsideBase, forwarded_headers, upstream_path
 from ._log import Report
@@ -58,10 +56,11 @@ class _ClientGone(LlmStreamError):
     """The client hung up (while sending its body)."""
 
 
-async def error_response(send: Send, status: int, code: str, message: str, headers: tuple[tuple[str, str], ...] = ()
-                         ) -> int:
-    """An OpenAI-shaped error body with our code; returns its size."""
-    body = json.dumps({"error": {"message": message, "type": OWN_ERROR_TYPE, "code": code}}).encode()
+async def error_response(send: Send, status: int, code: str, message: str, headers: tuple[tuple[str, str], ...] = (),
+                         *, path: str = "") -> int:
+    """Our error, with our code, in the error shape of the API ``path`` belongs to (``pipeline.sanitize.error_body``:
+    Anthropic's on ``/v1/messages``, OpenAI's elsewhere); returns its size."""
+    body = error_body(path, Failure(code, message))
     out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     out += [(k.encode(), v.encode()) for k, v in headers]
     await send({"type": "http.response.start", "status": status, "headers": out})

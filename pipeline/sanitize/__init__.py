@@ -28,13 +28,14 @@ from operators.extend import publish as _publish
 from . import _encode, _sanitizer
 from ._chat_repair import ChatRepair
 from ._encode import usage_json
+from ._formats import error_body
 from ._repair import StreamRepair
 from ._transport import OBSERVER_EXTENSION, Mode, SanitizingTransport
 from .messages import MessagesRepair
 from .responses import ResponsesRepair
 
 __all__ = ["OBSERVER_EXTENSION", "ChatRepair", "MessagesRepair", "Mode", "ResponsesRepair", "SanitizingTransport",
-           "StreamRepair", "usage_json"]
+           "StreamRepair", "error_body", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from operators import Limits
+from operators import Failure, Limits
 from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY
 
 from ._chat_repair import ChatRepair
@@ -21,7 +21,7 @@ from ._repair import ErrorBody, StreamRepair, openai_error_body
 from .messages import MessagesRepair, messages_error_body
 from .responses import ResponsesRepair, responses_error_body
 
-__all__ = ["STREAM_FORMATS", "StreamFormat", "api_key", "streamed_format"]
+__all__ = ["STREAM_FORMATS", "StreamFormat", "api_key", "error_body", "streamed_format"]
 
 
 def _chat(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
@@ -80,3 +80,12 @@ def api_key(headers: Any) -> str | None:
     """The key a request carries (``headers``: its ``httpx`` headers), in any key header a record names
     (``WIRE_REGISTRY.api_key``)."""
     return WIRE_REGISTRY.api_key(headers.get)
+
+
+def error_body(path: str, failure: Failure) -> bytes:
+    """``failure`` as the HTTP error body of the API a request ``path`` belongs to (the format whose template the path
+    ends with: Anthropic's shape on ``.../messages``), OpenAI's for any other path: what the transport answers a
+    failure found before the first byte with, and the proxy its own refusals."""
+    record = WIRE_REGISTRY.by_path(path)
+    found = next((known for known in STREAM_FORMATS if record is not None and known.name == record.name), None)
+    return (openai_error_body if found is None else found.error_body)(failure)

@@ -129,3 +129,24 @@ def test_an_upstream_answer_with_odd_json_is_never_a_500_nor_a_traceback(
         if response.status_code >= 400:  # the proxy's own answer, or the upstream's as it sent it
             assert response.text.startswith('{"error"'), response.text[:300]
     _no_traceback(records)
+
+
+@pytest.mark.parametrize(
+    ("path", "shape"),
+    [("/messages", {"type": "error", "error": {"type": "invalid_request_error"}}),
+     ("/chat/completions", {"error": {"type": "llm_stream_error"}}),
+     ("/responses", {"error": {"type": "llm_stream_error"}})],
+)
+def test_the_proxys_own_refusal_comes_in_the_error_shape_of_the_api_the_path_belongs_to(
+    upstream: tuple[str, list[str]], path: str, shape: dict[str, Any]
+) -> None:
+    body = b'{"model":"m","stream":true,"messages":' + b"[" * DEEP + b"]" * DEEP + b"}"
+    with Proxy(upstream[0]) as proxy:
+        response = httpx.post(f"{proxy.base_url}{path}", content=body, timeout=30,
+                              headers={"content-type": "application/json"})
+
+    assert response.status_code == 400
+    answer = response.json()
+    assert set(answer) == set(shape)
+    assert {key: answer["error"][key] for key in shape["error"]} == shape["error"]
+    assert answer["error"]["code"] == "INVALID_REQUEST"
