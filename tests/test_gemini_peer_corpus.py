@@ -44,15 +44,18 @@ def test_every_expectation_has_its_stream() -> None:
 
 @pytest.mark.parametrize("sse", STREAMS, ids=lambda p: p.stem)
 def test_each_stream_has_a_gemini_expectation_with_a_finish_and_a_source(sse: Path) -> None:
-    assert sse.name[:2].isdigit() and sse.name[2] == "-", sse.name
+    assert sse.name[:2].isdigit(), sse.name
+    assert sse.name[2] == "-", sse.name
     expected = _expected(sse)
     assert expected["format"] == "gemini"
     assert expected["finish"]["kind"] in FINISH_KINDS
     assert "code" in expected["finish"]
     source = expected["source"]
     for key in ("repo", "commit", "test", "path", "reconstructed", "peer_assertion"):
-        assert isinstance(source.get(key), str) and source[key], key
-    assert len(source["commit"]) == 40 and int(source["commit"], 16) >= 0
+        assert isinstance(source.get(key), str), key
+        assert source[key], key
+    assert len(source["commit"]) == 40
+    assert int(source["commit"], 16) >= 0
     for call in expected.get("tool_calls", []):
         assert call["name"], call
         if call["id"] is None:
