@@ -64,7 +64,7 @@ def test_each_stream_has_a_gemini_expectation_with_a_finish_and_a_source(sse: Pa
 
 @pytest.mark.parametrize("sse", STREAMS, ids=lambda p: p.stem)
 def test_each_stream_is_data_lines_of_json_objects(sse: Path) -> None:
-    payloads = _data_payloads(sse.read_text(encoding="utf-8"))
+    payloads = _data_payloads(sse.read_bytes().decode("utf-8"))
     assert payloads
     for payload in payloads:
         assert isinstance(json.loads(payload), dict), payload[:80]
