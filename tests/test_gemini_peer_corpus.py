@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import GEMINI_PEER_STREAMS
 
-CORPUS = Path(__file__).parent / "corpus" / "gemini-peers"
+CORPUS = GEMINI_PEER_STREAMS
 STREAMS = sorted(CORPUS.glob("*.sse"))
 FINISH_KINDS = {"stop", "tool-calls", "max-tokens", "error"}
 
