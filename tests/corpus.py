@@ -32,3 +32,6 @@ PEER_STREAMS = Path(os.environ.get("LLM_STREAM_PEERS", FIXTURES / "sse" / "peers
 PEER_FORMAT_STREAMS = Path(os.environ.get("LLM_STREAM_PEER_FORMATS", FIXTURES / "peers-formats"))
 """Messages and Responses streams rebuilt from other projects' test suites, with what they assert
 (``LLM_STREAM_PEER_FORMATS``)."""
+GEMINI_PEER_STREAMS = Path(os.environ.get("LLM_STREAM_GEMINI_PEERS", SHARED / "gemini-peers"))
+"""Gemini ``streamGenerateContent?alt=sse`` streams rebuilt from other projects' test suites, with what our rules
+require (``LLM_STREAM_GEMINI_PEERS``); kept in the repository only, not a copy of ``../shared``."""
