@@ -19,11 +19,11 @@ It also speaks two more streaming APIs, each with its own profiles in its own pa
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from operators.extend import publish as _publish
 
+from .._lazy import load_serving_name as _load_serving_name
 from ._profiles import PROFILES, build_script
 from ._replay import replay_script
 from ._script import Script, ScriptOptions
@@ -57,23 +57,8 @@ _EXTRA = frozenset({"starlette", "uvicorn"})
 
 def __getattr__(name: str) -> object:
     """``Emulator``, ``create_app`` and ``run_emulator`` import starlette and uvicorn on first use, not before."""
-    module_name = _SERVING.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module(module_name, __name__)
-    except ImportError as exc:
-        if (exc.name or "").partition(".")[0] not in _EXTRA:
-            raise
-        raise ImportError(
-            f"pipeline.emulator.{name} serves HTTP with starlette and uvicorn, which are not installed "
-            f"({exc}). Install the emulator extra: {_INSTALL_HINT}",
-            name=exc.name,
-        ) from exc
-    value = getattr(module, name)
-    globals()[name] = value
-    _publish(globals(), [name])
-    return value
+    return _load_serving_name(globals(), name, _SERVING, _EXTRA, "serves HTTP with starlette and uvicorn",
+                              f"Install the emulator extra: {_INSTALL_HINT}")
 
 
 def __dir__() -> list[str]:

@@ -14,11 +14,11 @@ upstream and repairs its streamed responses in place with ``pipeline.sanitize``'
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from operators.extend import publish as _publish
 
+from .._lazy import load_serving_name as _load_serving_name
 from ._config import ProxyConfig
 
 if TYPE_CHECKING:
@@ -30,27 +30,13 @@ __all__ = ["Proxy", "ProxyApp", "ProxyConfig", "create_proxy_app", "run_proxy"]
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = {"Proxy": "._server", "ProxyApp": "._app", "create_proxy_app": "._app", "run_proxy": "._server"}
-_SERVER_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
+_SERVER_PACKAGES = frozenset({"starlette", "uvicorn", "prometheus_client"})
 
 
 def __getattr__(name: str) -> object:
     """The serving names import uvicorn and prometheus-client on first use, not before."""
-    if name not in _SERVING:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module(_SERVING[name], __name__)
-    except ImportError as exc:
-        if (exc.name or "").partition(".")[0] not in _SERVER_PACKAGES:
-            raise
-        raise ImportError(
-            f"pipeline.proxy.{name} serves HTTP with uvicorn and prometheus-client, which are not installed "
-            f"({exc}). Install the proxy extra: pip install 'llm-stream-pipeline[proxy]'",
-            name=exc.name,
-        ) from exc
-    value = getattr(module, name)
-    globals()[name] = value
-    _publish(globals(), [name])
-    return value
+    return _load_serving_name(globals(), name, _SERVING, _SERVER_PACKAGES, "serves HTTP with uvicorn and "
+                              "prometheus-client", "Install the proxy extra: pip install 'llm-stream-pipeline[proxy]'")
 
 
 def __dir__() -> list[str]:
