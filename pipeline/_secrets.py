@@ -1,18 +1,26 @@
 """The secrets the ``llm_stream`` loggers never write (docs/decisions/0040-redaction-coverage.md): the registered keys
 (``register_secret``) in any letter case, their code form, any cut of 8 characters or longer; the value of a key
-header where a message quotes it (``register_key_headers``). ``pipeline._logging``'s filter applies them."""
+header where a message quotes it (``register_key_headers``); the value of a URL's key parameter (``?key=``,
+``&api_key=``: Google's documented style, issue 32), always. ``pipeline._logging``'s filter applies them."""
 
 from __future__ import annotations
 
 import re
 import threading
+from urllib.parse import unquote
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact_header_values", "redact_secrets", "register_key_headers",
-           "register_secret", "registered", "whole_keys"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "URL_KEY_PARAMETERS", "redact_header_values", "redact_secrets",
+           "redact_url_keys", "register_key_headers", "register_secret", "registered", "split_url_key",
+           "whole_keys"]
 
 REDACTED = "[redacted]"
 
 MIN_SECRET_CHARS = 8  # as the chunk redaction (docs/decisions/0015-redaction.md): shorter is no secret
+
+URL_KEY_PARAMETERS = frozenset({"key", "api_key", "apikey", "api-key"})
+"""The query parameters whose value is a key (compared in lower case): the Gemini API reads ``?key=``."""
+
+_URL_KEY = re.compile(r"([?&;](?:key|api[_-]?key)=)([^&#\s'\"<>\\]+)", re.IGNORECASE)
 
 _lock = threading.Lock()
 _patterns: dict[str, re.Pattern[str]] = {}
@@ -101,12 +109,45 @@ def register_key_headers(names: tuple[str, ...] | frozenset[str]) -> None:
                 )
 
 
+def redact_url_keys(text: str) -> str:
+    """``text`` with the value of every key parameter of a URL it quotes replaced: ``...?alt=sse&key=AIza...`` ->
+    ``...?alt=sse&key=[redacted]`` (``key``, ``api_key``, ``apikey``, ``api-key``, any letter case), registered
+    or not."""
+    return _URL_KEY.sub(lambda match: match.group(1) + REDACTED, text) if "=" in text else text
+
+
+def split_url_key(url: str) -> tuple[str, str | None]:
+    """``(url without its key parameters, the key)``: ``https://h/v1beta?key=AIza&x=1`` -> ``("https://h/v1beta?x=1",
+    "AIza")``; the other parameters and the fragment are kept as written. ``ValueError`` when the URL gives two
+    different keys (the message does not quote them); an empty ``key=`` is dropped and gives no key."""
+    base, mark, rest = url.partition("?")
+    if not mark:
+        return url, None
+    query, hash_mark, fragment = rest.partition("#")
+    kept: list[str] = []
+    keys: set[str] = set()
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if unquote(name).strip().lower() in URL_KEY_PARAMETERS:
+            if value:
+                keys.add(unquote(value))
+        else:
+            kept.append(part)
+    if len(keys) > 1:
+        raise ValueError("the URL carries two different keys (?key=...)")
+    if len(kept) == len(query.split("&")):
+        return url, None
+    remaining = "&".join(part for part in kept if part)
+    return base + ("?" + remaining if remaining else "") + hash_mark + fragment, next(iter(keys), None)
+
+
 def redact_header_values(text: str) -> str:
+    """``text`` without the value of a key header it quotes (``register_key_headers``) or of a URL key parameter."""
     with _lock:
         patterns = tuple(_header_values.values())
     for pattern in patterns:
         text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
-    return text
+    return redact_url_keys(text)
 
 
 def whole_keys(text: str) -> str:

@@ -1,48 +1,56 @@
-"""The two other API formats the emulator speaks, beside chat completions: which profile a request gets, without HTTP.
-Each is keyed by its name in ``pipeline.formats.WIRE_FORMATS``, whose record gives the path and the title.
+"""The other API formats the emulator speaks, beside chat completions: which profile a request gets, without HTTP.
+Each is keyed by its name in ``pipeline.formats.WIRE_FORMATS``, whose record gives the path and the title; the
+emulator's own record of each is an ``ApiFormat`` (``_api_format.py``).
 
     POST /v1/messages    (also /messages)     Anthropic Messages streaming          ``MESSAGES_PROFILES``
     POST /v1/responses   (also /responses)    OpenAI Responses streaming            ``RESPONSES_PROFILES``
+    (Gemini: ``gemini.GEMINI_API_FORMAT``, ``POST /v1beta/models/{model}:streamGenerateContent``)
 
 The profile is chosen as for chat (``_routing.py``): the ``x-emulator-profile`` header (or ``?profile=``), else the
-model ``"emulator/<format>/<profile>"`` (as ``GET /v1/models`` lists it, ``listed_models``), ``"emulator/<profile>"``
-or a bare ``"<profile>"`` of that format. Any other model name gets ``EmulatorConfig.default_profile`` when it is set
-and the format has it, else it is a 404 listing the format's profiles; a request without a model gets ``clean``. A
-profile the format does not have is a 404 naming the format. The knobs
+model (the body's ``model``, else the path's ``{model}``) ``"emulator/<format>/<profile>"`` (as ``GET /v1/models``
+lists it, ``listed_models``; Gemini's ``"emulator-gemini-<profile>"``, a path segment holding no ``/``), that id
+without its ``emulator/`` (``"responses/<profile>"``, as a client that strips a provider prefix sends it),
+``"emulator/<profile>"`` or a bare ``"<profile>"`` of that format. Any other model name gets
+``EmulatorConfig.default_profile`` when it is set and the format has it, else it is a 404 listing the format's profiles;
+a request without a model gets ``clean``. A profile the format does not have is a 404 naming the format. The knobs
 ``x-emulator-fail-first`` / ``x-emulator-then`` / ``x-emulator-key``, ``x-emulator-drip-ms`` and
-``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so
-chat and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call
-while the request has no assistant turn (Messages: no ``assistant`` message; Responses: no assistant message,
-``function_call`` or ``function_call_output`` item in ``input``), then the ``clean`` text. ``thinking-tool``
-(Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then, once the
-format's check (its record's ``sent_back``, from its package's ``_sent_back.py``) has found that the request sends the
-thinking / reasoning back as it was sent (a 400 if not), the ``clean`` text. These formats are stream only: a
-request that does not ask for a stream as the format's record says (``WireFormat.streams``: ``"stream": true``) is a
-400. Errors are answered in each API's own error shape (the record's ``error_shape``).
+``x-emulator-retry-after`` work as for chat; the fail-first counter's default key is ``"<format>/<profile>"`` (so chat
+and the other formats never share a counter). ``agent`` is a two-step tool loop: the ``seed-bug`` tool call (the
+record's ``agent_first``; Gemini's ``clean-tool``) while the request has no assistant turn (Messages: no ``assistant``
+message; Responses: no assistant message, nor any call item or its output (``function_call``, ``function_call_output``,
+``CLIENT_CALL_TURNS``) in ``input``; Gemini: no ``"role": "model"`` turn in ``contents``), then the ``clean`` text.
+``thinking-tool`` (Messages) and ``reasoning-tool`` (Responses) take the same two steps: their own first answer, then,
+once the format's check (its record's ``sent_back``, from its package's ``_sent_back.py``) has found that the request
+sends the thinking / reasoning back as it was sent (a 400 if not), the ``clean`` text; so do Responses'
+``custom-tools``, ``custom-grammar``, ``apply-patch`` and ``shell-call``, whose follow-up must send each call's output
+item (``responses/_tool_outputs.py``). These formats are stream only: a request that does not ask for a stream as the
+format's record says (``WireFormat.streams``: ``"stream": true``; Gemini's ``alt=sse``) is a 400 saying what the format
+needs (``ApiFormat.stream_request``). Errors are answered in each API's own error shape (the record's ``error_shape``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
-from pipeline.formats import WIRE_FORMATS
-
+from ._api_format import ApiFormat, SentBack
 from ._errors import RequestError, error_body
-from ._profiles import PROFILES, Profile
+from ._profiles import PROFILES
 from ._routing import Knobs, script_options
 from ._script import Script
 from ._state import EmulatorConfig, EmulatorState
+from .gemini import GEMINI_API_FORMAT
 from .messages import MESSAGES_PROFILES, check_thinking_sent_back, messages_error_shape
-from .responses import RESPONSES_PROFILES, check_reasoning_sent_back
+from .responses import CLIENT_CALL_CHECKS, CLIENT_CALL_TURNS, RESPONSES_PROFILES, check_reasoning_sent_back
 
 __all__ = [
     "FORMATS",
     "ApiFormat",
+    "SentBack",
     "choose_format_profile",
     "format_error",
     "format_script",
@@ -50,57 +58,7 @@ __all__ = [
     "profile_summary",
 ]
 
-_TURNS = frozenset({"function_call", "function_call_output"})
-
-SentBack = Callable[[Mapping[str, Any]], None]
-"""A follow-up request's check: ``RequestError`` 400 unless it sends back what the profile's first answer sent."""
-
-
-def _frozen(checks: Mapping[str, SentBack]) -> Mapping[str, SentBack]:
-    return MappingProxyType(dict(checks))
-
-
-@attrs.frozen
-class ApiFormat:
-    """One API format the emulator serves beyond chat completions."""
-
-    name: str
-    """``"messages"`` or ``"responses"``: a name of ``pipeline.formats.WIRE_FORMATS``, whose record gives the path the
-    emulator serves (under ``/v1`` and without) and the format's title."""
-    profiles: Mapping[str, Profile]
-    id_prefix: str
-    """Prefix of the ``completion_id`` the profiles derive their ids from."""
-    input_field: str
-    """The request field that carries the conversation (``messages``, ``input``): its size estimates
-    ``input_tokens``, its assistant turns (and tool items) are the ``agent`` profile's step."""
-    system_field: str
-    """The request field that carries the system prompt (``system``, ``instructions``), counted in ``input_tokens``."""
-    error_shape: Callable[[RequestError], dict[str, Any]]
-    """A refused request's body in the format's own error shape."""
-    sent_back: Mapping[str, SentBack] = attrs.field(factory=dict, converter=_frozen)
-    """The profiles whose follow-up must send back what their first answer sent (a tool loop's thinking or
-    reasoning), each with its check."""
-
-    @property
-    def title(self) -> str:
-        """How messages name it: "the Anthropic Messages format"."""
-        return WIRE_FORMATS[self.name].title
-
-    @property
-    def paths(self) -> tuple[str, str]:
-        """The paths it is served at: ``/v1/messages`` and ``/messages`` (the record's path template: a ``{model}``
-        in it is a Starlette path parameter)."""
-        path = WIRE_FORMATS[self.name].path
-        return f"/v1{path}", path
-
-    def asks_stream(self, path: str, query: str, body: Mapping[str, Any]) -> bool:
-        """A ``POST`` to ``path`` with ``query`` and ``body`` asks for a stream, as the format's record says."""
-        return WIRE_FORMATS[self.name].asks_stream("POST", path, query, body)
-
-    @property
-    def model_prefix(self) -> str:
-        """``"emulator/<format>/"``: the prefix of this format's model ids in ``GET /v1/models``."""
-        return f"emulator/{self.name}/"
+_TURNS = frozenset({"function_call", "function_call_output", *CLIENT_CALL_TURNS})
 
 
 def _openai_shape(error: RequestError) -> dict[str, Any]:
@@ -115,16 +73,19 @@ FORMATS: Mapping[str, ApiFormat] = MappingProxyType(
         ),
         "responses": ApiFormat(
             "responses", RESPONSES_PROFILES, "resp", "input", "instructions", _openai_shape,
-            {"reasoning-tool": check_reasoning_sent_back},
+            {"reasoning-tool": check_reasoning_sent_back, **CLIENT_CALL_CHECKS},
+            turn_types=_TURNS,
         ),
+        "gemini": GEMINI_API_FORMAT,
     }
 )
 """The formats the emulator serves besides chat, keyed by their names in ``pipeline.formats.WIRE_FORMATS``."""
 
 
 def listed_models() -> list[str]:
-    """The model ids ``GET /v1/models`` lists: ``emulator/<profile>`` per chat profile, then
-    ``emulator/messages/<profile>`` and ``emulator/responses/<profile>``; each selects its profile on its endpoint."""
+    """The model ids ``GET /v1/models`` lists: ``emulator/<profile>`` per chat profile, then each format's
+    (``emulator/messages/<profile>``, ``emulator/responses/<profile>``, ...); each selects its profile on its
+    endpoint."""
     ids = [f"emulator/{name}" for name in PROFILES]
     for api in FORMATS.values():
         ids.extend(api.model_prefix + name for name in api.profiles)
@@ -137,13 +98,17 @@ def profile_summary() -> str:
     return ", ".join(counts) + " profiles"
 
 
+def _model_hint(api: ApiFormat) -> str:
+    return "emulator/" if api.model_prefix.startswith("emulator/") else api.model_prefix
+
+
 def _check(api: ApiFormat, name: str, what: str) -> None:
     if name not in api.profiles:
         raise RequestError(
             404,
-            f"Unknown emulator {what} {name!r} for {api.title} (POST /v1/{api.name}). Expected one of: "
+            f"Unknown emulator {what} {name!r} for {api.title} (POST {api.paths[0]}). Expected one of: "
             f"{', '.join(api.profiles)}. Choose it with the x-emulator-profile header or the model name "
-            "'emulator/<profile>'.",
+            f"'{_model_hint(api)}<profile>'.",
             "model_not_found",
             "model",
         )
@@ -162,8 +127,11 @@ def choose_format_profile(
     name = knobs.text("x-emulator-profile", "profile")
     model = body.get("model")
     if name is None and isinstance(model, str):
+        short = api.model_prefix.removeprefix("emulator/")  # the listed id without "emulator/": "responses/"
         if model.startswith(api.model_prefix):
             name = model.removeprefix(api.model_prefix)
+        elif short != api.model_prefix and model.startswith(short) and model.removeprefix(short) in api.profiles:
+            name = model.removeprefix(short)
         elif model.startswith("emulator/"):
             name = model.removeprefix("emulator/")
         elif model in api.profiles or config.default_profile not in api.profiles:
@@ -174,10 +142,10 @@ def choose_format_profile(
     _check(api, name, "profile" if name != model else "model")
     if not api.asks_stream(*where, body):
         raise RequestError(
-            400, f'The emulator serves {api.title} as a stream only: send "stream": true.', None, "stream"
+            400, f"The emulator serves {api.title} as a stream only: send {api.stream_request}.", None, "stream"
         )
     if name == "agent":
-        name = "seed-bug" if _agent_step(api, body) == 0 else "clean"
+        name = api.agent_first if _agent_step(api, body) == 0 else "clean"
     elif name in api.sent_back and _agent_step(api, body) > 0:
         api.sent_back[name](body)  # the follow-up of a tool loop: what it must send back, checked (400 if not)
         name = "clean"
@@ -191,12 +159,9 @@ def choose_format_profile(
 
 
 def _agent_step(api: ApiFormat, body: Mapping[str, Any]) -> int:
-    """The ``agent`` profile's step: the assistant turns (and, for Responses, tool outputs) the request carries."""
+    """The ``agent`` profile's step: the assistant turns (and, for Responses, tool items) the request carries."""
     items = body.get(api.input_field)
-    if not isinstance(items, list):
-        return 0
-    turns = [i for i in items if isinstance(i, dict) and (i.get("role") == "assistant" or i.get("type") in _TURNS)]
-    return len(turns)
+    return sum(1 for item in items if api.is_turn(item)) if isinstance(items, list) else 0
 
 
 def format_script(api: ApiFormat, knobs: Knobs, body: Mapping[str, Any], profile: str) -> Script:
