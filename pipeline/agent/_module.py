@@ -1,9 +1,9 @@
 """A tools module found and read: what ``ToolRegistry.from_module`` (and ``llm-stream chat --tools``) loads.
 
 A dotted name is imported; a path to a ``.py`` file is loaded under a name of its own (its stem and a digest of its
-path), kept in ``sys.modules`` while it is imported. The module exposes either ``TOOLS`` (an iterable of functions
-and ``Tool`` objects) or ``registry`` (a ``ToolRegistry``), never both; the registry builds itself from what this
-module checked (``_registry.py``).
+path), kept in ``sys.modules`` while it is imported. The module exposes either ``TOOLS`` (an iterable of functions,
+``Tool`` and ``CustomTool`` objects) or ``registry`` (a ``ToolRegistry``), never both; ``registry_from_module`` builds
+the registry from what this module checked.
 """
 
 from __future__ import annotations
@@ -16,10 +16,41 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
 
+from ._custom import CustomTool
 from ._errors import ToolDefinitionError
+from ._quote import safe_repr
+from ._tool import Tool
 
-__all__ = ["load_module", "tool_items", "tools_module"]
+__all__ = ["load_module", "registry_from_module", "tool_items", "tools_module"]
+
+_R = TypeVar("_R")
+
+
+def registry_from_module(cls: type[_R], module: str | ModuleType) -> _R:
+    """``ToolRegistry.from_module`` (``cls``): the module's ``registry``, or a new registry of its ``TOOLS``."""
+    label, loaded = tools_module(module)
+    if hasattr(loaded, "registry"):
+        registry = loaded.registry
+        if not isinstance(registry, cls):
+            raise ToolDefinitionError(f"{label}: registry is a {type(registry).__name__}, expected a ToolRegistry")
+        return registry
+    built = cls()
+    adder: Any = built
+    for index, item in enumerate(tool_items(label, loaded.TOOLS)):
+        try:
+            if isinstance(item, Tool | CustomTool):
+                adder.add(item)
+            elif callable(item):
+                adder.register(item)
+            else:
+                raise ToolDefinitionError(
+                    f"{safe_repr(item)} is a {type(item).__name__}, expected a function, a Tool or a CustomTool"
+                )
+        except (TypeError, ValueError) as exc:
+            raise ToolDefinitionError(f"{label}: TOOLS[{index}]: {exc}") from exc
+    return built
 
 
 def tools_module(module: str | ModuleType) -> tuple[str, ModuleType]:

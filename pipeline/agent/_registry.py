@@ -34,6 +34,19 @@ returns (``_run``'s docstring).
 
 Only ``asyncio.CancelledError`` (and ``BaseException``s that are not ``Exception``s) propagate out of ``call``.
 
+Through the Responses API a model also calls tools that are not functions (docs/decisions/
+0072-client-run-tool-calls.md); ``call(name, arguments, kind=...)`` dispatches on the call's kind:
+
+    @registry.register_custom(grammar=Grammar.lark(GRAMMAR))    # a custom tool: the model's raw text in
+    def run_sql(query: str) -> str: ...
+
+    @registry.handle("apply_patch")                             # a built-in kind, by kind: its arguments as a dict
+    def apply_patch(operation: dict) -> str: ...
+
+A call of a kind nothing handles (or a custom tool not registered) is answered as an unknown tool is:
+``unknown tool "shell" (kind shell): no handler is registered for shell calls; handled kinds: apply_patch``.
+What a handler of each built-in kind returns, and how it reaches the model, is ``_answers.py``'s table.
+
 Schemas are derived from type hints (``schema_from_signature``) unless given explicitly. When a tool's schema is the
 derived one, validated arguments are also *converted* to the annotated types before the call: an ``Enum`` parameter
 receives the member, a dataclass / attrs parameter an instance, a ``float`` parameter a float even when the model
@@ -45,20 +58,24 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, TypeVar, overload
 
 import attrs
 
+from operators import ToolCallKind
+
 from .._logging import get_logger
 from ._call import DEFAULT_MAX_RESULT_CHARS, bounded_result, prepare, result_from_value
 from ._convert import Binder, binder_for
+from ._custom import CustomTool
 from ._errors import ToolDefinitionError
-from ._module import tool_items, tools_module
+from ._invoke import Runner, invoke, is_async
+from ._module import registry_from_module
+from ._other_kinds import OtherKinds
 from ._quote import EXCERPT, describe, excerpt, safe_repr, utf8_safe
-from ._run import DEFAULT_TOOL_TIMEOUT, ToolTimedOut, check_timeout, run_sync, run_with_timeout
+from ._run import DEFAULT_TOOL_TIMEOUT, check_timeout
 from ._tool import Tool, ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -75,21 +92,19 @@ class _Entry:
     is_async: bool
 
 
-def _is_async(func: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
-
-
-class ToolRegistry:
+class ToolRegistry(OtherKinds):
     """The tools of a conversation, by name, in registration order.
 
     ``register`` adds a function (as a decorator, with or without options, or called directly); ``add`` adds a
-    ``Tool``. ``schemas()`` is the request's ``tools``; ``call`` / ``call_many`` run what the model asked for and
-    never raise (see the module docstring for every error message).
+    ``Tool`` or a ``CustomTool``; ``register_custom`` a custom (free-form) tool; ``handle`` the handler of a built-in
+    kind of call. ``schemas()`` is the request's ``tools``; ``call`` / ``call_many`` run what the model asked for and
+    never raise (see the module docstring for every error message). ``len``, ``in``, iteration and ``get`` are about
+    the function tools.
     """
 
     def __init__(
         self,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | CustomTool] = (),
         *,
         default_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
@@ -102,16 +117,22 @@ class ToolRegistry:
             raise ToolDefinitionError(f"max_result_chars must be a positive int or None, got {max_result_chars!r}")
         self.max_result_chars = max_result_chars
         self._entries: dict[str, _Entry] = {}
+        self._custom: dict[str, Runner] = {}
+        self._handlers: dict[str, Runner] = {}
         for tool in tools:
             self.add(tool)
 
-    def add(self, tool: Tool) -> Tool:
+    def add(self, tool: Tool | CustomTool) -> Tool | CustomTool:
         """Register ``tool``; a second tool with the same name is a ``ToolDefinitionError`` (a ``ValueError``)."""
-        if not isinstance(tool, Tool):
-            raise ToolDefinitionError(f"expected a Tool, got {tool!r}; use register() for a function")
-        if tool.name in self._entries:
+        if not isinstance(tool, Tool | CustomTool):
+            raise ToolDefinitionError(f"expected a Tool or a CustomTool, got {tool!r}; use register() for a function")
+        if tool.name in self._entries or tool.name in self._custom:
             raise ToolDefinitionError(f'a tool named "{tool.name}" is already registered')
-        self._entries[tool.name] = _Entry(tool, binder_for(tool), _is_async(tool.func))
+        if isinstance(tool, CustomTool):
+            self._custom[tool.name] = Runner(tool.name, tool.func, is_async(tool.func), tool.timeout,
+                                              (tool.to_responses(),))
+        else:
+            self._entries[tool.name] = _Entry(tool, binder_for(tool), is_async(tool.func))
         return tool
 
     @overload
@@ -174,32 +195,45 @@ class ToolRegistry:
         return (entry.tool for entry in list(self._entries.values()))
 
     def __repr__(self) -> str:
-        return f"ToolRegistry({list(self._entries)!r})"
+        return f"ToolRegistry({[*self._entries, *self._custom, *self._handlers]!r})"
 
     def get(self, name: str) -> Tool | None:
         entry = self._entries.get(name) if isinstance(name, str) else None
         return None if entry is None else entry.tool
 
     def schemas(self) -> list[dict[str, Any]]:
-        """The request's ``tools``: one ``{"type": "function", "function": {...}}`` per tool."""
-        return [entry.tool.to_openai() for entry in self._entries.values()]
+        """The request's ``tools``: one ``{"type": "function", "function": {...}}`` per function tool, then each
+        custom tool and each handler's declarations in the Responses API's shape (which only ``api="responses"``
+        takes: ``run_turn`` refuses them for another API)."""
+        out = [entry.tool.to_openai() for entry in self._entries.values()]
+        for runner in (*self._custom.values(), *self._handlers.values()):
+            out.extend(dict(entry) for entry in runner.declarations)
+        return out
 
-    async def call(self, name: object, arguments: object) -> ToolResult:
-        """Run the tool ``name`` with ``arguments`` (the JSON string the model wrote) and return what happened.
+    async def call(self, name: object, arguments: object, *, kind: str = ToolCallKind.FUNCTION) -> ToolResult:
+        """Run the tool ``name`` with ``arguments`` (the JSON string the model wrote; a custom tool's free-form text;
+        a built-in kind's JSON operation or action) and return what happened; ``kind`` is the call's
+        (``ToolCallBlock.kind``).
 
         Never raises, except ``asyncio.CancelledError``: every failure is a ``ToolResult(is_error=True)`` whose
-        text tells the model what went wrong. Empty (or blank) arguments mean ``{}``. The text is at most
-        ``max_result_chars`` characters and a truncation marker. The text is always encodable
-        as UTF-8 (a lone surrogate, which a model can write as ``"\\ud800"``, becomes the escape ``\\ud800``).
+        text tells the model what went wrong. Empty (or blank) arguments of a function mean ``{}``. The text is at
+        most ``max_result_chars`` characters and a truncation marker (a built-in kind's answer: its text fields).
+        The text is always encodable as UTF-8 (a lone surrogate, which a model can write as ``"\\ud800"``, becomes
+        the escape ``\\ud800``).
         """
-        result = bounded_result(await self._call(name, arguments), self.max_result_chars)
+        if kind == ToolCallKind.FUNCTION:
+            result = bounded_result(await self._call(name, arguments), self.max_result_chars)
+        elif kind == ToolCallKind.CUSTOM:
+            result = bounded_result(await self._call_custom(name, arguments), self.max_result_chars)
+        else:
+            result = await self._call_kind(name, arguments, kind)
         text = utf8_safe(result.text)
         return result if text is result.text else attrs.evolve(result, text=text)
 
     async def _call(self, name: object, arguments: object) -> ToolResult:
         entry = self._entries.get(name) if isinstance(name, str) else None
         if entry is None:
-            return ToolResult(self._unknown_tool(name), is_error=True)
+            return ToolResult(self._unknown_tool(name, self._entries), is_error=True)
         tool = entry.tool
         try:
             prepared = prepare(tool, entry.binder, arguments)
@@ -209,68 +243,37 @@ class ToolRegistry:
         if isinstance(prepared, ToolResult):
             return prepared
         positional, keywords = prepared
+        runner = Runner(tool.name, tool.func, entry.is_async, tool.timeout, ())
+        ran = await invoke(runner, positional, keywords, self.default_timeout)
+        return ran if isinstance(ran, ToolResult) else result_from_value(ran.value)
 
-        async def invoke() -> Any:
-            if entry.is_async:
-                value = tool.func(*positional, **keywords)
-            else:
-                value = await run_sync(tool.func, positional, keywords)
-            return (await value) if inspect.isawaitable(value) else value
+    async def call_many(self, calls: Sequence[tuple[str, str] | tuple[str, str, str]]) -> list[ToolResult]:
+        """Run ``(name, arguments)`` or ``(name, arguments, kind)`` calls concurrently; the results are in the order
+        of ``calls``."""
+        return list(await asyncio.gather(*(self.call(*call[:2], kind=_kind_of(call)) for call in calls)))
 
-        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
-        try:
-            value = await run_with_timeout(invoke, timeout)
-        except ToolTimedOut as exc:
-            _log.debug("tool %s %s", tool.name, exc)
-            return ToolResult(f"tool {tool.name} {exc} (abandoned; the model may try again)", is_error=True)
-        except Exception as exc:
-            _log.debug("tool %s failed", tool.name, exc_info=True)
-            return ToolResult(f"tool {tool.name} failed: {describe(exc)}", is_error=True)
-        return result_from_value(value)
-
-    async def call_many(self, calls: Sequence[tuple[str, str]]) -> list[ToolResult]:
-        """Run ``(name, arguments)`` calls concurrently; the results are in the order of ``calls``."""
-        return list(await asyncio.gather(*(self.call(name, arguments) for name, arguments in calls)))
-
-    def _unknown_tool(self, name: object) -> str:
-        available = ", ".join(self._entries) or "(none)"
+    def _unknown_tool(self, name: object, known: Mapping[str, object]) -> str:
+        available = ", ".join(known) or "(none)"
         if not isinstance(name, str):
             return (
                 f'unknown tool "{excerpt(safe_repr(name))}" (a tool name is a string, got {type(name).__name__}); '
                 f"available tools: {available}"
             )
         message = f'unknown tool "{excerpt(name)}"; available tools: {available}'
-        close = difflib.get_close_matches(name[: EXCERPT * 2], list(self._entries), n=1, cutoff=0.8)
+        close = difflib.get_close_matches(name[: EXCERPT * 2], list(known), n=1, cutoff=0.8)
         return f'{message} (did you mean "{close[0]}"?)' if close else message
 
     @classmethod
     def from_module(cls, module: str | ModuleType) -> ToolRegistry:
         """The tools of a module: a dotted name, a path to a ``.py`` file, or the module itself.
 
-        The module exposes either ``TOOLS``, an iterable of functions and ``Tool`` objects (a new registry is
-        built), or ``registry``, a ``ToolRegistry`` (returned as it is). Anything else, and a file or module that
-        cannot be found, is a ``ToolDefinitionError`` (a ``ValueError``); an error the module itself raises while it
-        is imported propagates as it is.
+        The module exposes either ``TOOLS``, an iterable of functions, ``Tool`` and ``CustomTool`` objects (a new
+        registry is built), or ``registry``, a ``ToolRegistry`` (returned as it is). Anything else, and a file or
+        module that cannot be found, is a ``ToolDefinitionError`` (a ``ValueError``); an error the module itself
+        raises while it is imported propagates as it is.
         """
-        label, loaded = tools_module(module)
-        if hasattr(loaded, "registry"):
-            registry = loaded.registry
-            if not isinstance(registry, ToolRegistry):
-                raise ToolDefinitionError(f"{label}: registry is a {type(registry).__name__}, expected a ToolRegistry")
-            return registry
-        items = tool_items(label, loaded.TOOLS)
-        built = cls()
-        for index, item in enumerate(items):
-            try:
-                if isinstance(item, Tool):
-                    built.add(item)
-                elif callable(item):
-                    built.register(item)
-                else:
-                    raise ToolDefinitionError(
-                        f"{safe_repr(item)} is a {type(item).__name__}, expected a function or a Tool"
-                    )
-            except (TypeError, ValueError) as exc:
-                raise ToolDefinitionError(f"{label}: TOOLS[{index}]: {exc}") from exc
-        return built
+        return registry_from_module(cls, module)
 
+
+def _kind_of(call: tuple[str, str] | tuple[str, str, str]) -> str:
+    return call[2] if len(call) == 3 else ToolCallKind.FUNCTION

@@ -16,7 +16,7 @@ from ._run import check_timeout
 from ._schema import schema_from_signature
 from ._validate import check_schema
 
-__all__ = ["Tool", "ToolFunc", "ToolResult"]
+__all__ = ["Tool", "ToolFunc", "ToolResult", "check_name", "first_paragraph"]
 
 ToolFunc: TypeAlias = Callable[..., Awaitable[Any]] | Callable[..., Any]
 
@@ -31,7 +31,7 @@ class ToolResult:
     is_error: bool = False
 
 
-def _check_name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def check_name(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
         raise ToolDefinitionError(
             f"tool name {value!r} is not valid: OpenAI-compatible APIs accept 1 to 64 letters, digits, '_' or '-'"
@@ -81,7 +81,7 @@ class Tool:
     tool is defined. A field the API would refuse raises ``ToolDefinitionError``.
     """
 
-    name: str = attrs.field(validator=_check_name)
+    name: str = attrs.field(validator=check_name)
     description: str = attrs.field(validator=_check_description)
     parameters: Mapping[str, Any] = attrs.field(converter=_check_schema, validator=_check_parameters, hash=False)
     func: ToolFunc = attrs.field(validator=_check_callable)
@@ -109,7 +109,7 @@ class Tool:
             if not isinstance(name, str):
                 raise ToolDefinitionError(f"{func!r} has no __name__: pass name= explicitly")
         if description is None:
-            description = _first_paragraph(func)
+            description = first_paragraph(func)
         if parameters is None:
             parameters = schema_from_signature(func)
         return cls(name=name, description=description, parameters=parameters, func=func, timeout=timeout)
@@ -126,7 +126,7 @@ class Tool:
         }
 
 
-def _first_paragraph(func: Callable[..., Any]) -> str:
+def first_paragraph(func: Callable[..., Any]) -> str:
     target = func.func if isinstance(func, functools.partial) else func
     doc = inspect.getdoc(target)
     if not doc:

@@ -15,8 +15,10 @@ Per step:
    never reach the next request's messages, which are the same messages again, and its tool calls never run
    (docs/decisions/0011-session-durability.md).
 3. A successful response is committed as ``assistant/message``; each of its tool calls (identified by construction:
-   a ``ToolCallBlock`` cannot exist without a non-empty id and name) is recorded as ``tool/call``, the tools run
-   (concurrently when the model asked for several), and each result is recorded as ``tool/result``.
+   a ``ToolCallBlock`` cannot exist without a non-empty id and name) is recorded as ``tool/call`` with its kind, the
+   tools run (concurrently when the model asked for several; a call that is not a function goes to the registry's
+   custom tool or its kind's handler, docs/decisions/0072-client-run-tool-calls.md), and each result is recorded as
+   ``tool/result``. The next request sends each kind of call and its result back as that API's items.
 4. The loop goes on until the model stops calling tools, the response fails, or ``max_steps`` is reached.
 
 A session whose last turn was interrupted (a crash) is recovered first with ``Session.recover``.
@@ -28,7 +30,7 @@ ends the turn ``aborted``. The session is consistent after every event: a crash 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
@@ -37,6 +39,7 @@ import attrs
 from operators import Chunk, Code, Failure, FinishReason, Retry, ToolCallBlock
 from pipeline.client import ChatClient
 from pipeline.compose import Assembler, AssistantMessage
+from pipeline.formats import ToolKindError
 from pipeline.session import Session, SessionValidationError, SessionWriteError
 
 from ._registry import ToolRegistry
@@ -118,6 +121,19 @@ def _append_attempt(
         session.append_attempt(turn, step, attempt, [], failure)
 
 
+def _check_tools(client: ChatClient, tools: Sequence[Mapping[str, Any]] | None) -> None:
+    """``ToolKindError`` before anything is written when the registry declares a tool only the Responses API takes
+    (a custom tool, a built-in kind's tool: decision 0072) and the client speaks another API."""
+    if client.config.api == "responses":
+        return
+    for tool in tools or ():
+        if tool.get("type") != "function":
+            raise ToolKindError(
+                f"the registry declares a {tool.get('type')!r} tool, which only the Responses API takes; this client "
+                f"speaks api={client.config.api!r} (docs/decisions/0072-client-run-tool-calls.md)"
+            )
+
+
 def _duplicate_call_id(message: AssistantMessage) -> str | None:
     seen: set[str] = set()
     for call in message.tool_calls:
@@ -131,7 +147,7 @@ async def _run_tools(
     registry: ToolRegistry, calls: Sequence[ToolCallBlock], cancel: asyncio.Event | None
 ) -> list[ToolResult] | None:
     """The tools' results in call order, or None when ``cancel`` was set first (the tools are cancelled)."""
-    work = asyncio.ensure_future(registry.call_many([(call.name, call.arguments) for call in calls]))
+    work = asyncio.ensure_future(registry.call_many([(call.name, call.arguments, call.kind) for call in calls]))
     if cancel is None:
         return await work
     stop = asyncio.ensure_future(cancel.wait())
@@ -158,6 +174,8 @@ async def run_turn(
     """Runs one user turn to its end, persisting every step; yields TurnEvents as they happen."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    tools = registry.schemas() or None
+    _check_tools(client, tools)
     if session.state.open_turn is not None:
         # A crash interrupted the last turn: close it first, with only the missing closers and without re-running
         # anything (cold recovery, docs/decisions/0011-session-durability.md).
@@ -165,7 +183,6 @@ async def run_turn(
     turn = session.next_turn()
     session.append_user_message(user_message)
     provider = _provider(client)
-    tools = registry.schemas() or None
 
     async def end(step: int, reason: dict[str, Any]) -> TurnEvent:
         session.append_turn_end(turn, reason)
@@ -228,7 +245,7 @@ async def run_turn(
             return
 
         for call in message.tool_calls:
-            session.append_tool_call(turn, step, call.id, call.name, call.arguments)
+            session.append_tool_call(turn, step, call.id, call.name, call.arguments, kind=call.kind)
             yield TurnEvent("tool-call", turn, step, call)
         results = await _run_tools(registry, message.tool_calls, cancel)
         cancelled = results is None

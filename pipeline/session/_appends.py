@@ -87,12 +87,19 @@ class TypedAppends:
         }
         return self._append(LlmRetryEvent, data)
 
-    def append_tool_call(self, turn: int, step: int, call_id: str, name: str, arguments: str) -> ToolCallEvent:
-        """Records that a tool call of this step's ``assistant/message`` is being run.
+    def append_tool_call(
+        self, turn: int, step: int, call_id: str, name: str, arguments: str, *, kind: str = "function"
+    ) -> ToolCallEvent:
+        """Records that a tool call of this step's ``assistant/message`` is being run; ``kind`` is the call's
+        (``ToolCallBlock.kind``, decision 0072), written only when it is not ``"function"``.
 
-        Refuses an empty, non-string or unknown ``call_id`` with ``SessionWriteError``.
+        Refuses an empty, non-string or unknown ``call_id``, and a name or kind other than the call's, with
+        ``SessionWriteError``.
         """
-        data = {"turn": turn, "step": step, "call_id": call_id, "name": name, "arguments": arguments}
+        data: dict[str, Any] = {"turn": turn, "step": step, "call_id": call_id, "name": name}
+        if kind != "function":
+            data["kind"] = kind
+        data["arguments"] = arguments
         return self._append(ToolCallEvent, data)
 
     def append_tool_result(

@@ -10,7 +10,7 @@ the events a ``Session`` holds cannot drift from its file (docs/decisions/0011-s
     assistant/message   AssistantMessageEvent   turn, step, message (ModelMessage)
     assistant/attempt   AssistantAttemptEvent   turn, step, attempt, stream (chunk JSON), failure   never replayed
     llm/retry           LlmRetryEvent           turn, step, retry, max_retries, delay_ms, failure
-    tool/call           ToolCallEvent           turn, step, call_id, name, arguments
+    tool/call           ToolCallEvent           turn, step, call_id, name, [kind,] arguments
     tool/result         ToolResultEvent         turn, step, message (ToolMessage)
     step/end            StepEndEvent            turn, step
     turn/end            TurnEndEvent            turn, reason {kind: stop | error | aborted | max-steps, failure}
@@ -135,11 +135,13 @@ class LlmRetryEvent(InStep, frozen=True, kw_only=True, tag="llm/retry"):
     failure: FailureRecord
 
 
-class ToolCallEvent(InStep, frozen=True, kw_only=True, tag="tool/call"):
-    """A tool call of the same step's ``assistant/message`` is being run."""
+class ToolCallEvent(InStep, frozen=True, kw_only=True, omit_defaults=True, tag="tool/call"):
+    """A tool call of the same step's ``assistant/message`` is being run. ``kind`` as the call's (decision 0072):
+    written only when it is not ``"function"``, so a log written before it reads the same."""
 
     call_id: NonEmptyStr
     name: NonEmptyStr
+    kind: NonEmptyStr = "function"
     arguments: str
 
 

@@ -8,7 +8,7 @@ is reopened (docs/decisions/0011-session-durability.md). Checks run in this orde
 - turns and steps only move forward; one turn is open at a time and one step of it; a ``user/message`` never
   arrives inside an open step;
 - a ``tool/call`` names a tool call of the same step's ``assistant/message`` (so a failed attempt calls no tools),
-  under the same name, once;
+  under the same name and kind, once;
 - a ``tool/result`` answers a recorded ``tool/call`` of its step, once;
 - ``step/end`` and ``turn/end`` leave no recorded call unanswered.
 """
@@ -43,8 +43,8 @@ class StepState:
     number: int
     committed: bool = False
     """Its ``assistant/message`` is recorded."""
-    blocks: tuple[tuple[str, str], ...] = ()
-    """``(id, name)`` of the tool calls of its ``assistant/message``."""
+    blocks: tuple[tuple[str, str, str], ...] = ()
+    """``(id, name, kind)`` of the tool calls of its ``assistant/message``."""
     calls: tuple[str, ...] = ()
     """Recorded ``tool/call`` ids, in order."""
     results: frozenset[str] = frozenset()
@@ -120,11 +120,14 @@ def _check_relations(event: SessionEvent, state: SessionState, subject: str) -> 
         call_id = event.call_id
         if not step.committed:
             fail(subject, f"tool/call {call_id} has no assistant/message in {where}: a failed attempt calls no tools")
-        names = dict(step.blocks)
-        if call_id not in names:
+        blocks = {block[0]: block for block in step.blocks}
+        if call_id not in blocks:
             fail(subject, f"tool/call {call_id} is not a tool call of the assistant/message of {where}")
-        if event.name != names[call_id]:
-            fail(subject, f"tool/call {call_id} names {event.name!r}; the assistant/message calls {names[call_id]!r}")
+        _, name, kind = blocks[call_id]
+        if event.name != name:
+            fail(subject, f"tool/call {call_id} names {event.name!r}; the assistant/message calls {name!r}")
+        if event.kind != kind:
+            fail(subject, f"tool/call {call_id} is a {event.kind!r} call; the assistant/message's is a {kind!r} call")
         if call_id in step.calls:
             fail(subject, f"tool/call {call_id} is already recorded in {where}")
     elif isinstance(event, ToolResultEvent):
@@ -180,7 +183,7 @@ def _apply(event: SessionEvent, state: SessionState) -> SessionState:
     same_turn = state.turn_open and state.last_turn == turn
     step = state.step if same_turn and state.step is not None else StepState(number)
     if isinstance(event, AssistantMessageEvent):
-        blocks = tuple((part.id, part.name) for part in event.message.tool_calls)
+        blocks = tuple((part.id, part.name, part.kind) for part in event.message.tool_calls)
         step = attrs.evolve(step, committed=True, blocks=blocks)
     elif isinstance(event, ToolCallEvent):
         step = attrs.evolve(step, calls=(*step.calls, event.call_id))

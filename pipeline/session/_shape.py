@@ -129,9 +129,13 @@ def _explain_message(event_type: str, path: Sequence[str | int], message: object
     kind = part.get("type") if isinstance(part, Mapping) else None
     inner = path[2] if len(path) > 2 else None
     where = f"{subject}: message has invalid content: "
-    if kind == "tool-call" and inner in ("id", "name"):
+    if kind == "tool-call" and inner in ("id", "name", "kind"):
         got = _at(message, path[:3])
         return f"{where}the tool call at content[{index}] must have a non-empty string {inner}, got {got!r}"
+    if kind == "tool-call" and inner == "signature":
+        got = _at(message, path[:3])
+        return (f"{where}the tool call at content[{index}] must have a non-empty string signature or none, "
+                f"got {got!r:.40}")
     if kind == "tool-call" and inner == "arguments":
         return f"{where}the tool call at content[{index}] has no string arguments"
     if kind == "reasoning" and inner in ("signature", "encrypted", "item_id"):

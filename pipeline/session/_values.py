@@ -1,7 +1,7 @@
 """The values inside session events: content parts, sources, usage, failures, reasons and messages.
 
 Frozen msgspec structs whose fields and constraints are the shape rules of the log format
-(docs/decisions/0011-session-durability.md): a tool call's ``id`` and ``name`` are non-empty, a counter is a
+(docs/decisions/0011-session-durability.md): a tool call's ``id``, ``name`` and ``kind`` are non-empty, a counter is a
 non-negative integer, a failure accompanies exactly the ``error`` and ``aborted`` kinds. Their JSON is what the
 protocol values' ``to_dict()`` writes (``Usage``, ``Failure``, ``FinishReason``, the blocks), keys in the same order.
 """
@@ -64,12 +64,18 @@ class ReasoningPart(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="
         return self.signature is not None or self.encrypted is not None or self.item_id is not None
 
 
-class ToolCallPart(msgspec.Struct, frozen=True, tag_field="type", tag="tool-call"):
-    """A tool call the model made. Its ``id`` and ``name`` are never empty."""
+class ToolCallPart(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", tag="tool-call"):
+    """A tool call the model made: ``ToolCallBlock.to_dict()``. Its ``id`` and ``name`` are never empty; ``kind`` is
+    what the client runs (docs/decisions/0072-client-run-tool-calls.md), a non-empty string, absent from the JSON when
+    ``"function"`` (a log written before it reads as function calls); ``signature`` is what the provider needs back
+    with it (Gemini's ``thoughtSignature``, docs/decisions/0071-gemini-format.md), absent from the JSON when None (a
+    log written before it reads the same)."""
 
     id: NonEmptyStr
     name: NonEmptyStr
+    kind: NonEmptyStr = "function"
     arguments: str
+    signature: NonEmptyStr | None = None
 
 
 AssistantPart: TypeAlias = TextPart | ReasoningPart | ToolCallPart

@@ -36,7 +36,7 @@ def test_40000_distinct_unsupported_items_end_within_5_s_with_no_chunk_over_2000
     assert failure is not None
     assert failure.code == "UNSUPPORTED_OUTPUT"
     assert "custom_kind_0, custom_kind_1" in failure.message
-    assert failure.message.endswith("and 39990 more kinds; only function calls are assembled")
+    assert failure.message.endswith("and 39990 more kinds, which the protocol does not carry")
 
 
 def test_an_item_or_event_type_of_any_length_is_quoted_within_a_bound() -> None:

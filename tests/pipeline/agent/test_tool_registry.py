@@ -260,7 +260,7 @@ def test_from_module_returns_the_registry_a_module_exposes(tmp_path: Path) -> No
     [
         ("X = 1\n", "exposes no tools: define TOOLS"),
         ("TOOLS = 'get_weather'\n", "TOOLS is a str, expected a list"),
-        ("TOOLS = [42]\n", r"TOOLS\[0\]: 42 is a int, expected a function or a Tool"),
+        ("TOOLS = [42]\n", r"TOOLS\[0\]: 42 is a int, expected a function, a Tool or a CustomTool"),
         ("def f(*args): pass\nTOOLS = [f]\n", r"TOOLS\[0\]: f takes \*args"),
         ("registry = {}\n", "registry is a dict, expected a ToolRegistry"),
         (

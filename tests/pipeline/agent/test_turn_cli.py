@@ -117,6 +117,19 @@ def test_cli_chat_reports_a_tools_module_whose_own_registration_fails(
     assert "spread takes *values" in err
 
 
+def test_cli_chat_refuses_a_custom_tool_for_an_api_other_than_responses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "custom_tools.py"
+    module.write_text("from pipeline import CustomTool\nTOOLS = [CustomTool('echo', 'Echoes.', str)]\n")
+    argv = ["--tools", str(module), "--base-url", "http://127.0.0.1:9", "--model", "m", "--session",
+            str(tmp_path / "s.jsonl")]
+    assert main(["chat", "Hi", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "declares a 'custom' tool, which only the Responses API takes; this client speaks api='chat'" in err
+    assert Session.load(tmp_path / "s.jsonl") == []  # refused before anything was written
+
+
 BAD_TOOLS_MODULE = """
 from pipeline.agent import ToolRegistry
 

@@ -237,6 +237,25 @@ RULES = [
         "tool/call call_1 names 'rm'; the assistant/message calls 'read_file'",
     ),
     Rule("tool call recorded twice", CALLED, tool_call(), "tool/call call_1 is already recorded"),
+    Rule(
+        "tool call of another kind than the model's",
+        OPEN_CALL,
+        tool_call(kind="shell"),
+        "tool/call call_1 is a 'shell' call; the assistant/message's is a 'function' call",
+    ),
+    Rule("tool call with an empty kind", OPEN_CALL, tool_call(kind=""), "tool/call must have a non-empty string kind"),
+    Rule(
+        "custom tool call block with an empty id",
+        [user()],
+        assistant(1, 1, {**call_block("", "run_sql", "SELECT 1"), "kind": "custom"}),
+        "the tool call at content[0] must have a non-empty string id, got ''",
+    ),
+    Rule(
+        "tool call block with an empty kind",
+        [user()],
+        assistant(1, 1, {**call_block(), "kind": ""}),
+        "the tool call at content[0] must have a non-empty string kind, got ''",
+    ),
     # tool/result pairing
     Rule("tool result before its call", OPEN_CALL, tool_result(), "tool result for unknown tool call call_1"),
     Rule(
