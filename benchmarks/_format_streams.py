@@ -1,8 +1,8 @@
 """The generated stream of each wire format for ``benchmarks.formats``: the same response in every format.
 
 Each stream carries ``events`` text deltas (about 30 characters each), then one tool call whose arguments arrive in
-40 fragments, then the usage and the finish, in the format's own vocabulary (chat completions, the Messages API, the
-Responses API).
+40 fragments (Gemini: whole, in one part), then the usage and the finish, in the format's own vocabulary (chat
+completions, the Messages API, the Responses API, Gemini's ``streamGenerateContent``).
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["GENERATORS", "chat", "fragments", "messages", "payloads", "responses", "texts"]
+__all__ = ["GENERATORS", "chat", "fragments", "gemini", "messages", "payloads", "responses", "texts"]
 
 
-def _sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
+def _sse(events: list[tuple[str | None, dict[str, Any]]], end: str = "\n\n") -> bytes:
     out = []
     for name, payload in events:
         head = f"event: {name}\n" if name else ""
-        out.append(f"{head}data: {json.dumps(payload, separators=(',', ':'))}\n\n")
+        out.append(f"{head}data: {json.dumps(payload, separators=(',', ':'))}{end}")
     return "".join(out).encode()
 
 
@@ -96,7 +96,28 @@ def responses(events: int) -> bytes:
     return _sse(out)
 
 
-GENERATORS: dict[str, Callable[[int], bytes]] = {"chat": chat, "messages": messages, "responses": responses}
+def gemini(events: int) -> bytes:
+    """Gemini's ``streamGenerateContent?alt=sse``: CRLF CRLF between events, the cumulative ``usageMetadata`` on every
+    event as Google sends it, the call whole in one part (Gemini streams no argument fragments), the finish on the
+    last event."""
+    out: list[tuple[str | None, dict[str, Any]]] = []
+
+    def add(parts: list[dict[str, Any]], sent: int, finish: str | None = None) -> None:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish is not None:
+            candidate["finishReason"] = finish
+        usage = {"promptTokenCount": 100, "candidatesTokenCount": sent, "totalTokenCount": 100 + sent}
+        out.append((None, {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "bench",
+                           "responseId": "resp_b"}))
+
+    for n, text in enumerate(texts(events)):
+        add([{"text": text}], n + 1)
+    add([{"functionCall": {"name": "Glob", "args": json.loads("".join(fragments()))}}], events, "STOP")
+    return _sse(out, "\r\n\r\n")
+
+
+GENERATORS: dict[str, Callable[[int], bytes]] = {"chat": chat, "messages": messages, "responses": responses,
+                                                 "gemini": gemini}
 
 
 def payloads(data: bytes) -> list[bytes]:

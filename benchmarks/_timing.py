@@ -13,9 +13,11 @@ PIECE = 4096
 
 
 def split(data: bytes, read: str) -> list[bytes]:
-    """``4k``: 4 KB pieces; ``event``: one piece per SSE event (its blank line included)."""
+    """``4k``: 4 KB pieces; ``event``: one piece per SSE event (its blank line included: CRLF CRLF in a stream framed
+    with CRLF, as Gemini's)."""
     if read == "event":
-        return [event + b"\n\n" for event in data.split(b"\n\n")[:-1]]
+        end = b"\r\n\r\n" if data.find(b"\r\n\r\n") >= 0 else b"\n\n"
+        return [event + end for event in data.split(end)[:-1]]
     return [data[i : i + PIECE] for i in range(0, len(data), PIECE)]
 
 

@@ -3,9 +3,10 @@
     python -m benchmarks.formats [--events 9000] [--rounds 15] [--instructions] [--peers]
 
 Each stream carries the same response (``_format_streams.py``): ``--events`` text deltas, one tool call in 40
-fragments, the usage and the finish, in each format's own vocabulary. Rows: every format in 4 KB reads, and every
-format one event per read (how a live stream arrives). The floor is ``json.loads`` of every ``data:`` payload of that
-stream (the least any reader must do: no framing counted); the row is ``pipeline.collect(pieces, format=...)``.
+fragments (Gemini's whole, in one part), the usage and the finish, in each format's own vocabulary. Rows: every format
+in 4 KB reads, and every format one event per read (how a live stream arrives). The floor is ``json.loads`` of every
+``data:`` payload of that stream (the least any reader must do: no framing counted); the row is
+``pipeline.collect(pieces, format=...)``.
 
 Timing: ``--rounds`` interleaved rounds; in each, every row runs its floor and then ours back to back (gc off while
 timed), so load from other processes hits both alike. Reported: the medians of the floor and of ours, and the median
@@ -29,9 +30,11 @@ from benchmarks._timing import split, timed
 from operators import Finish
 
 ROWS: list[tuple[str, str]] = [(name, read) for read in ("4k", "event") for name in GENERATORS]
-GOALS: dict[tuple[str, str], float] = {("chat", "4k"): 0.5, ("messages", "4k"): 0.6, ("responses", "4k"): 0.6,
-                                       ("chat", "event"): 1.0}
-"""Issue 24: the most each row may cost, as a multiple of its floor (median of interleaved rounds)."""
+GOALS: dict[tuple[str, str], float] = {
+    ("chat", "4k"): 0.4, ("messages", "4k"): 0.5, ("responses", "4k"): 0.5, ("gemini", "4k"): 0.5,
+    ("chat", "event"): 0.8, ("messages", "event"): 0.8, ("responses", "event"): 0.8, ("gemini", "event"): 0.8,
+}
+"""Issue 34: the most each row may cost, as a multiple of its floor (median of interleaved rounds)."""
 
 
 def check(name: str, events: int, pieces: list[bytes]) -> None:
@@ -42,7 +45,11 @@ def check(name: str, events: int, pieces: list[bytes]) -> None:
     assert isinstance(finish, Finish), (name, finish)
     assert finish.reason.kind == "tool-calls", (name, finish)
     assert message.text == "".join(texts(events)), name
-    assert message.tool_calls[0].arguments == "".join(fragments()), name
+    arguments = message.tool_calls[0].arguments
+    if name == "gemini":  # Gemini sends the arguments as one JSON object: compared as JSON, not as the fragments' text
+        assert json.loads(arguments) == json.loads("".join(fragments())), name
+    else:
+        assert arguments == "".join(fragments()), name
 
 
 def measure(events: int, rounds: int, rows: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:

@@ -3,10 +3,10 @@
 Each format's generated stream (``benchmarks.formats``) with one text delta of ``--kib`` KiB in the middle, cut into
 reads of ``--reads`` bytes, through the default chain (``pipeline.collect``: the fast path), the plain rule chain
 (``rules=protocol_rules()``), and the format's repairer (``ChatRepair``, ``MessagesRepair``, ``ResponsesRepair``,
-``feed`` per read). Linear work costs the same per MiB at both sizes (the time 4x/1x near 4); work that rescans what
-an open event holds on every read costs 4x more per MiB at 4x the bytes (the time near 16x).
+``GeminiRepair``, ``feed`` per read). Linear work costs the same per MiB at both sizes (the time 4x/1x near 4); work
+that rescans what an open event holds on every read costs 4x more per MiB at 4x the bytes (the time near 16x).
 
-    python -m benchmarks.long_event [--kib 192] [--reads 64] [--rounds 3] [--formats chat,messages,responses]
+    python -m benchmarks.long_event [--kib 192] [--reads 64] [--rounds 3] [--formats chat,messages,responses,gemini]
                                     [--line-ends lf|crlf|cr] [--lines] [--bare]
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pipeline
-from pipeline.sanitize import ChatRepair, MessagesRepair, ResponsesRepair
+from pipeline.sanitize import ChatRepair, GeminiRepair, MessagesRepair, ResponsesRepair
 
 from ._format_streams import GENERATORS, texts
 
@@ -30,7 +30,7 @@ LINEAR_BAR = 8.0
 """The most the time at 4x the bytes may be, as a multiple of the time at 1x (linear: about 4; quadratic: 16)."""
 
 _REPAIRERS: dict[str, Callable[[], Any]] = {"chat": ChatRepair, "messages": MessagesRepair,
-                                            "responses": ResponsesRepair}
+                                            "responses": ResponsesRepair, "gemini": GeminiRepair}
 _LINE_ENDS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
 
 
@@ -39,7 +39,7 @@ def body(format: str, size: int, *, line_end: bytes = b"\n", lines: bool = False
     bytes: its second text that long, or (``lines``) that many bytes of short data lines (its JSON opens with an
     unknown ``"pad"`` array, one element a line). Lines end in ``line_end``; ``bare``: no ``event:`` lines (each
     event named by its JSON ``type`` alone)."""
-    stream = GENERATORS[format](4)
+    stream = GENERATORS[format](4).replace(b"\r\n", b"\n")  # Gemini's CRLF too: the line ends are ``line_end``
     text = texts(4)[1].encode()
     if lines:
         start = stream.rfind(b"\ndata: {", 0, stream.find(text)) + len(b"\ndata: {")
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--kib", type=int, default=192, help="the long event at 1x, in KiB (default 192)")
     parser.add_argument("--reads", type=int, default=64, help="bytes a read (default 64)")
     parser.add_argument("--rounds", type=int, default=3, help="runs per row, the least CPU time counts (default 3)")
-    parser.add_argument("--formats", default="chat,messages,responses")
+    parser.add_argument("--formats", default=",".join(GENERATORS))
     parser.add_argument("--line-ends", choices=sorted(_LINE_ENDS), default="lf")
     parser.add_argument("--lines", action="store_true", help="the long event as many short data lines")
     parser.add_argument("--bare", action="store_true", help="no event: lines")

@@ -54,5 +54,5 @@ def fragment(chain: FastChain, wire_index: Any, wire_id: Any, name: Any, argumen
         return -1
     added: int = chain.accumulate.extend(call.index, call.id, call.name, arguments)
     if added >= 0:
-        chain.out.append(ToolCallDelta(call.index, call.id or "", call.name, arguments))
+        chain.out.append(ToolCallDelta(call.index, call.id or "", call.name, arguments, kind=call.kind))
     return added

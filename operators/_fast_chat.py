@@ -20,6 +20,7 @@ from ._fast_apply import _new, _set_index, _set_text, fragment
 from ._fast_framing import FastChain
 from ._fast_framing import decoded as _decoded
 from ._fast_framing import finish as _finish
+from ._fast_framing import single as _single
 from ._wire import UNSET, WireChunk
 
 __all__ = ["chat_read"]
@@ -29,10 +30,42 @@ _chat = msgspec.json.Decoder(WireChunk)
 
 def chat_read(chain: FastChain, piece: bytes) -> bool:
     parser: Any = chain.format_parser
-    decoded = _decoded(_chat, parser, piece)
-    if decoded is None:
-        return False
-    chunks, buf, cut = decoded
+    payload = _single(parser, piece, b"data: ", chain.shape is not None)
+    if payload is not None:  # one event: a text delta applied here, anything else read by the loop below
+        try:
+            chunk = _chat.decode(payload)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        choices = chunk.choices
+        if (chunk.usage is None and chunk.x_groq is None and choices and len(choices) == 1
+                and (chunk.error is UNSET or chunk.error is None)):
+            choice = choices[0]
+            delta = choice.delta
+            text_index = chain.coalesce.text_index
+            if not choice.index and choice.finish_reason is None and delta is not None and not delta.refusal:
+                content = delta.content
+                said = delta.reasoning_content if type(delta.reasoning_content) is str else delta.reasoning
+                if (type(content) is str and content and text_index is not None and not delta.tool_calls
+                        and (not said if type(said) is str else not delta.reasoning_details)):
+                    if chain.close.add_text(text_index, content) < 0:  # nothing changed: the general path reads it
+                        return False
+                    parser.open_bytes = 0
+                    made = _new(TextDelta)  # TextDelta(text_index, content) without attrs' __init__
+                    _set_index(made, text_index)
+                    _set_text(made, content)
+                    chain.out.append(made)
+                    chain.shape = True  # the framing is clean: the next read's ``single`` need not look at it
+                    return True
+        chain.shape = None  # anything else may leave the framing inside an event
+        parser.open_bytes = 0
+        chunks: list[Any] = [chunk]
+        buf, cut = piece, len(piece) - 2
+    else:
+        chain.shape = None
+        decoded = _decoded(_chat, parser, piece)
+        if decoded is None:
+            return False
+        chunks, buf, cut = decoded
     out = chain.out
     text_index, reasoning_index = chain.coalesce.text_index, chain.coalesce.reasoning_index
     run: list[str] = []

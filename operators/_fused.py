@@ -14,22 +14,49 @@ reasoning, argument fragments) of blocks already open. Those are applied inline 
 each rule would have reached) and their chunks appended; from the first event that is anything else, the rest of the
 read goes to the general path, so anything unusual (a block opening, a finish, usage, an anomaly, a limit, an error)
 is decided by the rules themselves. The output of one read is one batch, as before.
+
+The Observable it returns (``FusedChain``) can also give the chunks themselves (``chunks(keep, ends)``):
+``pipeline.to_chunks`` applied right after it asks for them, so the default chain emits public chunks from the read
+itself, with no batch hop between (the chunks and the ends exactly ``to_chunks``'s: the kept types until the finish,
+``ends`` deciding a failure or an end without a finish).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
 
 from . import _parse_format
 from ._chain import Chain
+from ._chunks import Finish
 from ._limits import DEFAULT_LIMITS, Limits
 from ._parse_format import HOT_READS, Format
 from ._signals import Signal
 from ._sse_framing import SLICE
 from ._stage import Batch, Operator, _subscribing
 
-__all__ = ["default_chain"]
+__all__ = ["ChunkEnds", "Feeding", "FusedChain", "default_chain"]
+
+
+class Feeding(Protocol):
+    """A byte source that can run with plain callbacks (``pipeline``'s ``bytes_source``): ``feed(on_next, on_error,
+    on_completed)`` is its subscribe without the observer reactivex wraps around them (a call per read fewer). It
+    calls nothing after its end, and returns its disposable."""
+
+    def feed(self, on_next: Callable[[bytes], None], on_error: Callable[[Exception], None],
+             on_completed: Callable[[], None]) -> abc.DisposableBase: ...
+
+
+class ChunkEnds(Protocol):
+    """``to_chunks``' ends (``FusedChain.chunks``): the chunks that close a response that failed (``on_failure``:
+    True when they finish it, False to pass the error on) or ended without a finish (``on_end``)."""
+
+    def on_failure(self, error: Exception, out: list[Any]) -> bool: ...
+
+    def on_end(self, out: list[Any]) -> None: ...
 
 
 def default_chain(
@@ -43,72 +70,191 @@ def default_chain(
         raise ValueError(f"format is one of {known} (or None to detect it), got {format!r}")
 
     def operator(source: Observable[bytes]) -> Observable[Batch[Signal]]:
-        def subscribe(
-            observer: abc.ObserverBase[Batch[Signal]], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            chain = Chain(format, chosen, HOT_READS, comments=comments)
-            upstream = SingleAssignmentDisposable()
-            stopped = False
+        return FusedChain(source, format, chosen, comments)
 
-            def emit() -> None:
-                nonlocal stopped
-                out = chain.out
-                if out:
-                    chain.out = []
-                    observer.on_next(out)
-                ended = chain.ended
-                if ended is not False:
-                    stopped = True
-                    if ended is True:
-                        observer.on_completed()
-                    else:
-                        observer.on_error(ended)
-                    upstream.dispose()
+    return operator
 
-            def on_next(piece: bytes) -> None:
-                if stopped:
-                    return
-                try:
-                    hot = chain.hot  # this runs once per read
-                    if hot is None or type(piece) is not bytes:
-                        chain.general(piece)
-                    elif len(piece) <= SLICE:
-                        if not hot(chain, piece):
-                            chain.general(piece)
-                    else:  # as the framing reads a long read: slice by slice, as separate reads
-                        for start in range(0, len(piece), SLICE):
-                            part = piece[start : start + SLICE]
-                            if not hot(chain, part):
-                                chain.general(part)
-                            if chain.ended is not False:
-                                break
-                except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
-                    chain.ended = exc
-                out = chain.out
-                if out and chain.ended is False:  # emit() inlined: this runs once per read
-                    chain.out = []
-                    observer.on_next(out)
-                else:
-                    emit()
 
-            def on_error(error: Exception) -> None:
-                if not stopped:
-                    chain.flush()
-                    if chain.ended is False:
-                        chain.subject.on_error(error)
-                    emit()
+def _nothing() -> None:
+    return None
 
-            def on_completed() -> None:
-                if not stopped:
-                    chain.flush()
-                    if chain.ended is False:
-                        chain.subject.on_completed()
-                    emit()
 
-            with _subscribing(upstream):
-                upstream.disposable = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-            return upstream
+def _raise(error: Exception) -> None:
+    raise error
+
+
+def _long(chain: Chain, hot: Any, piece: bytes) -> None:
+    """A read longer than ``SLICE``, as the framing reads it: slice by slice, as separate reads."""
+    for start in range(0, len(piece), SLICE):
+        part = piece[start : start + SLICE]
+        if not hot(chain, part):
+            chain.general(part)
+        if chain.ended is not False:
+            break
+
+
+class FusedChain(Observable[Batch[Signal]]):
+    """``default_chain(format, limits)(source)``: the batches of the chain, or (``chunks``) its public chunks."""
+
+    def __init__(self, source: Observable[bytes], format: Format | None, limits: Limits, comments: bool) -> None:
+        super().__init__(self._batches)
+        self.source = source
+        self.format = format
+        self.limits = limits
+        self.comments = comments
+
+    def chunks(self, keep: tuple[type, ...], ends: Callable[[], ChunkEnds]) -> Observable[Any]:
+        """The chunks ``to_chunks`` makes of the batches: each item whose type is in ``keep``, one per ``on_next``,
+        until the first ``Finish`` (then completed); a failure or an end without a finish as ``ends()`` decides."""
+        def subscribe(observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+                      ) -> abc.DisposableBase:
+            return self._chunks(keep, ends(), observer.on_next, observer.on_completed, observer.on_error, scheduler)
 
         return Observable(subscribe)
 
-    return operator
+    def send_chunks(self, keep: tuple[type, ...], ends: ChunkEnds, send: Callable[[Any], None]) -> None:
+        """``chunks(keep, ends)`` with no Observable after it: each chunk to ``send`` (``pipeline.collect``'s
+        ``list.append``, for a source that runs within its subscription). An error ``ends`` does not handle is
+        raised, as subscribing with no ``on_error`` raises it."""
+        self._chunks(keep, ends, send, _nothing, _raise, None)
+
+    def _subscribe_source(self, chain: Chain, on_next: Callable[[bytes], None], upstream: SingleAssignmentDisposable,
+                          end: Callable[[], None], scheduler: abc.SchedulerBase | None) -> SingleAssignmentDisposable:
+        def on_error(error: Exception) -> None:
+            if chain.ended is False:
+                chain.flush()
+                if chain.ended is False:
+                    chain.subject.on_error(error)
+            end()
+
+        def on_completed() -> None:
+            if chain.ended is False:
+                chain.flush()
+                if chain.ended is False:
+                    chain.subject.on_completed()
+            end()
+
+        feed = getattr(self.source, "feed", None)
+        with _subscribing(upstream):
+            if feed is None:
+                upstream.disposable = self.source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+                return upstream
+            try:  # as Observable.subscribe runs a subscribe function: what it raises ends the stream, once
+                upstream.disposable = feed(on_next, on_error, on_completed)
+            except Exception as exc:
+                if chain.ended is not False:
+                    raise
+                on_error(exc)
+        return upstream
+
+    def _batches(self, observer: abc.ObserverBase[Batch[Signal]], scheduler: abc.SchedulerBase | None = None
+                 ) -> abc.DisposableBase:
+        chain = Chain(self.format, self.limits, HOT_READS, comments=self.comments)
+        upstream = SingleAssignmentDisposable()
+        stopped = False
+
+        def emit() -> None:
+            nonlocal stopped
+            if stopped:
+                return
+            out = chain.out
+            if out:
+                chain.out = []
+                observer.on_next(out)
+            ended = chain.ended
+            if ended is not False:
+                stopped = True
+                if ended is True:
+                    observer.on_completed()
+                else:
+                    observer.on_error(ended)
+                upstream.dispose()
+
+        def on_next(piece: bytes) -> None:
+            if stopped:
+                return
+            try:
+                hot = chain.hot  # this runs once per read
+                if hot is None or type(piece) is not bytes:
+                    chain.general(piece)
+                elif len(piece) > SLICE:
+                    _long(chain, hot, piece)
+                elif not hot(chain, piece):
+                    chain.general(piece)
+            except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
+                chain.ended = exc
+            out = chain.out
+            if out and chain.ended is False:  # emit() inlined: this runs once per read
+                chain.out = []
+                observer.on_next(out)
+            else:
+                emit()
+
+        return self._subscribe_source(chain, on_next, upstream, emit, scheduler)
+
+    def _chunks(self, keep: tuple[type, ...], ends: ChunkEnds, send: Callable[[Any], None],
+                completed: Callable[[], None], errored: Callable[[Exception], None],
+                scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+        chain = Chain(self.format, self.limits, HOT_READS, comments=self.comments)
+        upstream = SingleAssignmentDisposable()
+        stopped = False
+
+        def stop(out: list[Any], handled: bool = True, error: Exception | None = None) -> None:
+            nonlocal stopped
+            stopped = True
+            for made in out:
+                send(made)
+            if handled or error is None:
+                completed()
+            else:
+                errored(error)
+            upstream.dispose()
+
+        def end() -> None:  # the batch not sent yet, and the chain's end: to_chunks' on_completed / on_error
+            if stopped:
+                return
+            out = chain.out
+            if out:
+                chain.out = []
+                for signal in out:
+                    if type(signal) in keep:
+                        send(signal)
+                        if type(signal) is Finish:
+                            chain.ended = True
+                            stop([])
+                            return
+            out = []
+            ended = chain.ended
+            if ended is True:
+                ends.on_end(out)
+                stop(out)
+            elif ended is not False:
+                stop(out, ends.on_failure(ended, out), ended)
+
+        def on_next(piece: bytes) -> None:
+            if stopped:
+                return
+            try:
+                hot = chain.hot  # this runs once per read
+                if hot is None or type(piece) is not bytes:
+                    chain.general(piece)
+                elif len(piece) > SLICE:
+                    _long(chain, hot, piece)
+                elif not hot(chain, piece):
+                    chain.general(piece)
+            except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
+                chain.ended = exc
+            out = chain.out
+            if out and chain.ended is False:  # the batch, as to_chunks sends it: the kept chunks, up to the finish
+                chain.out = []
+                for signal in out:
+                    if type(signal) in keep:
+                        send(signal)
+                        if type(signal) is Finish:
+                            chain.ended = True  # (its general path may not have ended yet: nothing follows)
+                            stop([])
+                            return
+            else:
+                end()
+
+        return self._subscribe_source(chain, on_next, upstream, end, scheduler)

@@ -20,6 +20,7 @@ __all__ = [
     "WireChunk",
     "WireDelta",
     "WireFunction",
+    "WireKindedToolCall",
     "WireToolCall",
     "WireUsage",
     "decode_chunk",
@@ -41,6 +42,15 @@ class WireToolCall(msgspec.Struct):
     index: int | None = None
     id: Any = UNSET
     function: WireFunction | None = None
+
+
+class WireKindedToolCall(WireToolCall):
+    """A tool call of another kind than a function (``ToolCallKind``: a Responses ``custom_tool_call``,
+    ``apply_patch_call``...; docs/decisions/0072-client-run-tool-calls.md). Never decoded from a chat payload: only a
+    parser of another wire format builds it, so no chat gateway can name a kind. ``coalesce_identity`` takes the kind
+    from a call's first fragment."""
+
+    kind: str = "function"
 
 
 class WireDelta(msgspec.Struct):

@@ -2,6 +2,8 @@
 
 Read these when writing a custom operator that inspects the raw chunks (slot it right after ``parse_sse``), or to
 decode a payload yourself with ``decode_chunk``. ``UNSET`` marks a field that was absent (as opposed to ``null``).
+A parser of another format builds a ``WireKindedToolCall`` for a tool call that is not a function
+(docs/decisions/0072-client-run-tool-calls.md).
 """
 
 from ._faces import publish as _publish
@@ -13,6 +15,7 @@ from ._wire import (
     WireChunk,
     WireDelta,
     WireFunction,
+    WireKindedToolCall,
     WireToolCall,
     WireUsage,
     decode_chunk,
@@ -26,6 +29,7 @@ __all__ = [
     "WireChunk",
     "WireDelta",
     "WireFunction",
+    "WireKindedToolCall",
     "WireToolCall",
     "WireUsage",
     "decode_chunk",

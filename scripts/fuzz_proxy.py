@@ -1,12 +1,14 @@
 """The ``proxy`` target of ``scripts/fuzz.py``: the proxy's request side, the real ASGI app driven in-process.
 
-One input is the raw bytes of one HTTP/1.1 request as a client sends it. ``h11`` parses it, as uvicorn's h11 protocol
-(the proxy's server) does; an input h11 refuses is not a request. The ASGI scope is built as uvicorn's ``h11_impl``
-builds it, the app is ``create_proxy_app(config, transport=...)``, and its upstream is an in-process transport that
-records the request it got and answers with one canned answer: no socket at all. Everything else a run needs (the
-upstream's base path, the keys, ``--forward-headers``, a small ``max_body_bytes``, how the body is split into
-``http.request`` messages, whether and when the client hangs up, the canned answer) is drawn from a PRNG seeded with
-the input's CRC-32, so a crash file replays exactly. The oracle is ``fuzz_proxy_oracle.py``.
+One input is the raw bytes of one HTTP/1.1 request as a client sends it. ``h11`` parses it (the proxy's server
+parses with llhttp since decision 0073, and gives the app the target split as h11's uvicorn protocol split it: the
+scope's ``path``, ``raw_path`` and ``query_string`` are the same); an input h11 refuses is not a request. The ASGI
+scope is built as uvicorn's ``h11_impl`` builds it, the app is ``create_proxy_app(config, transport=...)``, and its
+upstream is an in-process transport that records the request it got and answers with one canned answer: no socket at
+all. Everything else a run needs (the upstream's base path, the keys, ``--forward-headers``, a small
+``max_body_bytes``, how the body is split into ``http.request`` messages, whether and when the client hangs up, the
+canned answer) is drawn from a PRNG seeded with the input's CRC-32, so a crash file replays exactly. The oracle is
+``fuzz_proxy_oracle.py``.
 """
 
 from __future__ import annotations

@@ -169,6 +169,9 @@ def proxy_seeds() -> list[bytes]:
         _request("GET", "/v1/models?limit=2&after=m%20x&q=%22a%22", [bearer, ("Accept", "application/json")]),
         _request("GET", "/v1/models?", [bearer, ("Proxy-Authorization", "Basic eDp5")]),
         _request("GET", "/health", []),
+        _request("POST", "/v1beta/models/m:streamGenerateContent?alt=sse",
+                 [json_type, ("x-goog-api-key", CLIENT_KEYS[0])],
+                 b'{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'),
         _request("POST", "/v1/chat/completions", [json_type, bearer],
                  b'{"model":"m","stream":true,"messages":' + b"[" * DEEP + b"]" * DEEP + b"}"),
     ]
@@ -177,6 +180,7 @@ def proxy_seeds() -> list[bytes]:
 PROXY_TOKENS = [
     b"\r\n", b"\r\n\r\n", b"/", b"%2e", b"%2e%2e/", b"../", b"./", b"%2F", b"%5c", b"?", b"&", b"%", b"#",
     b"/v1/", b"/messages", b"/chat/completions", b"/responses", b'"stream":true', b"0\r\n\r\n", b"5\r\nhello\r\n",
+    b"/v1beta/", b"/v1beta1/", b"/models/m:streamGenerateContent", b"?alt=sse", b"x-goog-api-key: k\r\n",
     b"Connection: close, user-agent\r\n", b"Expect: 100-continue\r\n", b"Cookie: a=b\r\n", b"Via: 1.1 x\r\n",
     b"X-Forwarded-Host: evil\r\n", b"Forwarded: for=x\r\n", b"Transfer-Encoding: chunked\r\n", b"Content-Length: 5\r\n",
     b"Authorization: Bearer " + CLIENT_KEYS[0].encode() + b"\r\n", b"x-api-key: " + CLIENT_KEYS[1].encode() + b"\r\n",

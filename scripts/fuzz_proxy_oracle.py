@@ -55,12 +55,44 @@ __all__ = ["ALLOWED", "check_run", "expected_refusal", "resolve"]
 
 ALLOWED = frozenset({
     "content-type", "accept", "accept-encoding", "user-agent", "openai-organization", "openai-project",
-    "openai-beta", "anthropic-version", "anthropic-beta", "idempotency-key", "traceparent", "tracestate",
+    "openai-beta", "anthropic-version", "anthropic-beta", "x-goog-api-client", "x-goog-user-project",
+    "idempotency-key", "traceparent", "tracestate",
 })
 """The allow-list as docs/proxy.md states it (tests/test_fuzz_proxy.py holds it against the proxy's)."""
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"})
 NEVER = HOP_BY_HOP | {"expect", "cookie", "forwarded", "via"}
-KEY_HEADERS = (b"authorization", b"x-api-key")
+KEY_HEADERS = (b"authorization", b"x-api-key", b"x-goog-api-key")
+PREFIXES = (b"/v1/", b"/v1beta/", b"/v1beta1/")
+"""The version segments the proxy forwards (docs/proxy.md: Google's ``/v1beta/`` and ``/v1beta1/`` as ``/v1/``)."""
+_ENDS_WITH: tuple[tuple[re.Pattern[bytes], bytes], ...] = (
+    (re.compile(rb".*/chat/completions\Z"), b"authorization"),
+    (re.compile(rb".*/messages\Z"), b"x-api-key"),
+    (re.compile(rb".*/responses\Z"), b"authorization"),
+    (re.compile(rb".*/models/[^/]+:streamGenerateContent\Z"), b"x-goog-api-key"),
+)
+"""Each format's stream path and its key header (docs/proxy.md): a path under the base that ends with one (Vertex AI's
+``projects/.../models/m:streamGenerateContent``, ``v1/messages``) is that format's, before any endpoint family."""
+_FAMILIES: tuple[tuple[re.Pattern[bytes], bytes], ...] = (
+    (re.compile(rb"messages(/|\Z)"), b"x-api-key"),
+    (re.compile(rb"models/[^/]+:[^/]+(/|\Z)"), b"x-goog-api-key"),
+)
+"""The endpoint families with their own key header (``messages/count_tokens``, Gemini's ``models/m:countTokens``);
+any other path's key goes as ``authorization: Bearer``."""
+
+
+def upstream_key_header(relative: bytes) -> bytes:
+    """The header the proxy's own key goes upstream in, for a path under the base (written from docs/proxy.md, apart
+    from the proxy's ``upstream_key_header``)."""
+    path = b"/" + relative.strip(b"/")
+    for pattern, header in _ENDS_WITH:
+        if pattern.match(path):
+            return header
+    return next((header for pattern, header in _FAMILIES if pattern.match(path[1:])), b"authorization")
+
+
+def _relative(raw_path: bytes) -> bytes | None:
+    """The client's path after its version segment, as sent; None when the proxy does not forward it."""
+    return next((raw_path[len(prefix):] for prefix in PREFIXES if raw_path.startswith(prefix)), None)
 _UNSAFE = re.compile(rb'["<>\\^`{|}]')  # httpx percent-encodes these in a URL: the same request, equivalently written
 
 
@@ -102,7 +134,7 @@ def _presented_key(client: Client) -> bool:
             scheme, _, token = text.partition(" ")
             if scheme.lower() == "bearer" and token.strip() in CLIENT_KEYS:
                 return True
-        elif name == b"x-api-key" and text.strip() in CLIENT_KEYS:
+        elif name in (b"x-api-key", b"x-goog-api-key") and text.strip() in CLIENT_KEYS:
             return True
     return False
 
@@ -146,12 +178,13 @@ def expected_refusal(run: Run) -> tuple[int | None, str] | None:
     client, plan = run.client, run.plan
     raw_path, _, _ = client.target.partition(b"?")
     path = unquote(raw_path.decode("ascii"))
-    if not raw_path.startswith(b"/v1/"):
+    relative = _relative(raw_path)
+    if relative is None:
         local = {"/health": 200, "/healthz": 200, "/ready": 200, "/metrics": 200}
-        return local.get(path, 404), "a path outside /v1/ is the proxy's own"
+        return local.get(path, 404), "a path outside /v1/ (/v1beta/, /v1beta1/) is the proxy's own"
     if plan.client_keys and not _presented_key(client):
         return 401, "a request without a client key is 401"
-    resolved = resolve(raw_path[4:])[0] if raw_path.startswith(b"/v1/") else raw_path
+    resolved = resolve(relative)[0]
     if resolved is None:
         return 400, "a path leaving the base path is 400"
     if b"#" in resolved + client.target.partition(b"?")[2]:
@@ -177,7 +210,8 @@ def check_refusal(run: Run) -> None:
         ensure(expected is None, f"refusal: reached the upstream, yet {expected and expected[1]}")
         return
     raw_path = run.client.target.partition(b"?")[0]
-    hidden = raw_path.startswith(b"/v1/") and resolve(raw_path[4:])[1]  # the proxy may refuse it: 400 before the body
+    relative = _relative(raw_path)
+    hidden = relative is not None and resolve(relative)[1]  # the proxy may refuse it: 400 before the body
     if status == 400 and hidden and (expected is None or expected[0] not in (401, 404)):
         return
     if expected is None:
@@ -212,8 +246,9 @@ def check_upstream(run: Run) -> None:
         ensure(plain not in (".", "..") and ".." not in _parts(segment),
                f"upstream: a dot segment reached the upstream in {path!r}")
     raw_path, _, client_query = client.target.partition(b"?")
-    ensure(raw_path.startswith(b"/v1/"), f"upstream: {raw_path!r} is not under /v1/ as sent, yet was forwarded")
-    resolved = resolve(raw_path[4:])[0]
+    relative = _relative(raw_path)
+    ensure(relative is not None, f"upstream: {raw_path!r} is not under /v1/ as sent, yet was forwarded")
+    resolved = resolve(relative or b"")[0]
     ensure(resolved is not None and _equivalent(path[len(prefix):]) == _equivalent(resolved),
            f"upstream: the path {path!r} is not the client's {raw_path!r} resolved")
     ensure(bool(mark) == bool(client_query), f"upstream: the query mark {mark!r} for a client's query {client_query!r}")
@@ -246,9 +281,8 @@ def check_upstream_headers(run: Run, sent: Sent) -> None:
         ensure(all(key.lower().encode() not in v.lower() for _, v in keys_sent), "keys: a client key went upstream")
     if plan.upstream_key:
         relative = sent.raw_path.partition(b"?")[0][len(plan.base.rstrip("/")) + 1:]
-        messages_api = relative.split(b"/")[0] == b"messages"
-        upstream = UPSTREAM_KEY.encode()
-        want = (b"x-api-key", upstream) if messages_api else (b"authorization", b"Bearer " + upstream)
+        header, upstream = upstream_key_header(relative), UPSTREAM_KEY.encode()
+        want = (header, b"Bearer " + upstream if header == b"authorization" else upstream)
         ensure(keys_sent == [want], f"keys: the upstream key is not the only key header ({[k for k, _ in keys_sent]})")
     elif plan.client_keys:
         ensure(not keys_sent, "keys: a key header went upstream though the client's key is never forwarded")

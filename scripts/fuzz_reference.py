@@ -2,7 +2,8 @@
 says about tool-call ids and usage, to hold the pipeline's output against.
 
 It reimplements only the WHATWG framing (LF / CR / CRLF, a leading BOM, ``data:`` lines joined by ``\\n``, a blank
-line dispatching) and ``json.loads`` of each payload, up to the point where the format says the response ends
+line dispatching) and ``json.loads`` of each payload (read as UTF-8, keeping a byte that is not: the parsers skip a
+field they do not read without checking its bytes), up to the point where the format says the response ends
 (``[DONE]`` for chat, ``message_stop`` for Messages, the terminal ``response.*`` event for Responses). The checks are
 applied only to a response that finished successfully, where the parser read that far:
 
@@ -23,7 +24,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["OracleFailure", "check_reference", "claimed_twice", "ensure", "last_counts", "last_prompt_count",
+__all__ = ["OracleFailure", "check_reference", "claimed_twice", "count", "ensure", "last_counts", "last_prompt_count",
            "payloads"]
 
 _MAX_COUNT = 2**63 - 1
@@ -31,14 +32,16 @@ _MAX_SAFE = 2**53 - 1
 _TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 
 
-def payloads(data: bytes) -> Iterator[Any]:
+def payloads(data: bytes, unterminated: bool = False) -> Iterator[Any]:
     """The JSON value of each dispatched event (``"[DONE]"`` as the string), in order; a payload that is not JSON
-    ends the reading (the parsers halt there)."""
+    ends the reading (the parsers halt there). ``unterminated``: the last event without its blank line (its open
+    ``data:`` line included) is read too when it is whole JSON, as a parser reading it at the end of the bytes does
+    (``SseFraming.read_unterminated``)."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     lines = text.split(b"\n")
-    lines.pop()  # the last, unterminated line never dispatches
+    open_line = lines.pop()  # the last, unterminated line never dispatches
     collected: list[bytes] = []
     for line in lines:
         if not line:
@@ -48,14 +51,27 @@ def payloads(data: bytes) -> Iterator[Any]:
                 if payload == b"[DONE]":
                     yield "[DONE]"
                     continue
-                try:
-                    yield json.loads(payload)
+                try:  # a byte that is not UTF-8 kept (as a surrogate): msgspec skips a field no parser reads unchecked
+                    value = json.loads(payload.decode("utf-8", "surrogateescape"))
                 except (ValueError, RecursionError):
                     return
+                yield value
             continue
         field, _, value = line.partition(b":")
         if field == b"data":
             collected.append(value[1:] if value[:1] == b" " else value)
+    if open_line[:5] == b"data:":
+        collected.append(open_line[6:] if open_line[5:6] == b" " else open_line[5:])
+    if unterminated and collected:
+        try:  # checked whole, as msgspec checks it: UTF-8 throughout, no NaN or Infinity
+            value = json.loads(b"\n".join(collected).decode("utf-8"), parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return
+        yield value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _valid_id(value: object) -> bool:
@@ -131,7 +147,8 @@ def claimed_twice(data: bytes, format: str) -> set[str]:
     return {call_id for call_id, places in owners.items() if len(places) > 1}
 
 
-def _count(value: object) -> int | None:
+def count(value: object) -> int | None:
+    """A valid token count as the library reads one (``operators/_usage.py``), else None."""
     if type(value) is int and 0 <= value <= _MAX_COUNT:
         return value
     if type(value) is float and math.isfinite(value) and value.is_integer() and 0 <= value <= _MAX_SAFE:
@@ -152,9 +169,9 @@ def last_prompt_count(data: bytes) -> int | None:
             usage = payload["x_groq"].get("usage")
         if not isinstance(usage, dict):
             continue
-        count = _count(usage.get("prompt_tokens"))
-        if count is not None and not (count == 0 and kept):
-            kept = count
+        valid = count(usage.get("prompt_tokens"))
+        if valid is not None and not (valid == 0 and kept):
+            kept = valid
     return kept
 
 
@@ -200,9 +217,9 @@ def last_counts(data: bytes, format: str) -> dict[str, int]:
               "cache_read_input_tokens": "cache_read_tokens", "cache_creation_input_tokens": "cache_write_tokens"}
     for usage in _messages_usages(data):
         for wire, field in fields.items():
-            count = _count(usage.get(wire))
-            if count is not None:
-                kept[field] = count
+            valid = count(usage.get(wire))
+            if valid is not None:
+                kept[field] = valid
     return kept
 
 
@@ -212,8 +229,8 @@ def _terminal_counts(data: bytes) -> dict[str, int]:
         if isinstance(payload, dict) and payload.get("type") in _TERMINAL:
             response = payload.get("response")
             usage = response.get("usage") if isinstance(response, dict) else None
-            count = _count(usage.get("output_tokens")) if isinstance(usage, dict) else None
-            return {} if count is None else {"output_tokens": count}
+            valid = count(usage.get("output_tokens")) if isinstance(usage, dict) else None
+            return {} if valid is None else {"output_tokens": valid}
     return {}
 
 

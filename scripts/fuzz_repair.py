@@ -3,12 +3,13 @@
     python scripts/fuzz.py --target repair --seconds 60          # the fuzz target (built-in loop or atheris)
     python scripts/fuzz_repair.py --inputs 3000 --seed 1         # the held-out check: counts per format
 
-One input is one upstream body. Its format is the one ``detect_format`` names (chat when none); the read sizes are
+One input is one upstream body (chat, Messages, Responses or Gemini). Its format is the one ``detect_format`` names
+(chat when none: a Gemini stream that opens with its in-band error is read as chat); the read sizes are
 drawn from a PRNG seeded with the input's CRC-32, so an input file replays exactly. The body goes through that
 format's repairer (the ``StreamRepair`` the transport builds, ``pipeline/sanitize/_formats.py``) as the transport
 drives it (``transported``): read by read until the repairer has a finish, then ``close()``; a failure before any byte
 was released is the transport's HTTP error. The oracle (``check_repair``): the library's reading of what the client
-gets (``pipeline.collect(bytes, format=...)``, assembled: text, reasoning, each call's id, name and arguments, the
+gets (``pipeline.collect(bytes, format=...)``, assembled: text, reasoning, each call's id, name, kind and arguments, the
 finish kind) equals its reading of the upstream's own bytes, or both are errors; for the whole body in one read, for
 the drawn read sizes and (up to 2 KiB) one byte per read. The mutator is ``fuzz_repair_mutate.py``.
 """
@@ -37,11 +38,13 @@ from scripts.fuzz_repair_mutate import mutate_stream  # noqa: E402
 __all__ = ["FORMAT_SEEDS", "atheris_mutator", "check_repair", "disagreement", "mutator", "read_sizes", "reading",
            "repair_seeds", "survey", "transported"]
 
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "corpus" / "fixtures"  # the in-repo copy of ../shared/fixtures (tests/corpus/README.md)
 FORMAT_SEEDS: dict[str, list[Path]] = {
     "chat": [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"],
     "messages": [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"],
-    "responses": [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"],
+    "responses": [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses",
+                  ROOT / "tests" / "corpus" / "client-calls"],  # the calls a client runs (decision 0072)
+    "gemini": [ROOT / "tests" / "corpus" / "gemini-peers"],  # in the repository only
 }
 MAX_SEED = 65536
 Reading = tuple[Any, ...]
@@ -50,7 +53,8 @@ HTTP_ERROR = b"<the transport's HTTP error>"
 
 
 def reading(body: bytes, format: str) -> Reading:
-    """The library's reading of ``body``: ``("error", code)``, or ``(text, reasoning, calls, finish kind)``."""
+    """The library's reading of ``body``: ``("error", code)``, or ``(text, reasoning, calls, finish kind)``, each call
+    its id, name, kind and arguments."""
     try:
         message = pipeline.assemble(pipeline.collect(body, format=format))  # type: ignore[arg-type]
     except Exception as exc:  # the library never raises here; if it does, that is a reading too
@@ -58,7 +62,7 @@ def reading(body: bytes, format: str) -> Reading:
     finish = message.finish
     if finish.kind == "error":
         return ("error", finish.failure.code if finish.failure is not None else None)
-    calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
+    calls = tuple((c.id, c.name, c.kind, c.arguments) for c in message.tool_calls)
     return (message.text, message.reasoning, calls, finish.kind)
 
 

@@ -203,3 +203,20 @@ def test_the_oracle_catches_an_upstream_response_never_closed(monkeypatch: pytes
     monkeypatch.setattr(httpx.Response, "aclose", left_open)
     with pytest.raises(fuzz.OracleFailure, match="never closed"):
         fuzz_proxy_oracle.check_run(run(data))
+
+
+@pytest.mark.parametrize(("target", "header"), [
+    ("/v1/messages/models/m:streamGenerateContent", b"x-goog-api-key"),  # ends with Gemini's template: Gemini's
+    ("/v1/messages/count_tokens", b"x-api-key"),
+    ("/v1/models/m:countTokens", b"x-goog-api-key"),
+    ("/v1/models", b"authorization"),
+    ("/v1//v1/messages", b"x-api-key"),  # ends with Messages' template
+    ("/v1/v1/chat/completions", b"authorization"),
+])
+def test_the_upstream_key_goes_in_the_header_of_the_format_the_path_belongs_to(target: str, header: bytes) -> None:
+    # found by the bounded run in CI: a path under `messages` that ends with Gemini's stream template is Gemini's
+    # (the template a path ends with comes before the endpoint family), and the oracle must say so too
+    result = run(request(target, "x-api-key: client"), upstream_key=True)
+    fuzz_proxy_oracle.check_run(result)
+    keys = fuzz_proxy_oracle.KEY_HEADERS
+    assert [[name for name, _ in sent.headers if name in keys] for sent in result.upstream] == [[header]]

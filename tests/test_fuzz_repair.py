@@ -1,6 +1,6 @@
 """The ``repair`` fuzz target (``scripts/fuzz_repair.py``, issue 30): its oracle catches a repairer whose bytes the
 library reads differently, its mutator produces the malformations it names, and a held-out run over mutated shared
-streams finds no disagreement in any format."""
+streams (the shared ones and the Gemini peer corpus) finds no disagreement in any format."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scripts import fuzz_repair
 from scripts.fuzz import TARGETS
 from scripts.fuzz_reference import OracleFailure
 from scripts.fuzz_repair import check_repair, survey
-from scripts.fuzz_repair_mutate import MUTATIONS
+from scripts.fuzz_repair_mutate import MUTATIONS, _events
 
 TEXT = (b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":null}]}\n\n'
         b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n')
@@ -49,7 +49,15 @@ def test_each_mutation_changes_a_stream(name: str) -> None:
     assert True in changed
 
 
-@pytest.mark.parametrize("format", ["chat", "messages", "responses"])
+def test_events_are_cut_after_each_blank_line_the_unterminated_rest_last() -> None:
+    body = b"data: 1\n\ndata: 2\r\n\r\ndata: 3\r\rdata: 4" + b"A" * 65536  # a long rest: cut in one pass
+
+    assert _events(body) == [b"data: 1\n\n", b"data: 2\r\n\r\n", b"data: 3\r\r", b"data: 4" + b"A" * 65536]
+    assert _events(b"data: 1\n\n") == [b"data: 1\n\n"]
+    assert _events(b"") == []
+
+
+@pytest.mark.parametrize("format", ["chat", "messages", "responses", "gemini"])
 def test_mutated_shared_streams_read_the_same_through_the_repairer(format: str) -> None:
     runs, _seconds, found = survey(format, 100, seed=30, out=None)
     assert runs == 100

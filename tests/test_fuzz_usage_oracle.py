@@ -77,8 +77,8 @@ def test_the_oracle_catches_the_old_merge_that_let_a_string_erase_a_count(monkey
         if not isinstance(usage, dict):
             return False
         for key, value in usage.items():
-            if value is None or (isinstance(value, int | float) and not fuzz_reference._count(value)
-                                 and fuzz_reference._count(merged.get(key)) is not None):
+            if value is None or (isinstance(value, int | float) and not fuzz_reference.count(value)
+                                 and fuzz_reference.count(merged.get(key)) is not None):
                 continue
             merged[key] = value
         return True

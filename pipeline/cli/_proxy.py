@@ -24,12 +24,19 @@ _CHOICES = {"mode": ("stream", "buffered"), "log_format": ("text", "json", "off"
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
         "proxy",
-        help="serve an OpenAI-compatible proxy that sanitizes streamed chat completions from --upstream",
-        description="Every flag can also be set as LLM_STREAM_PROXY_<FLAG> (e.g. LLM_STREAM_PROXY_MAX_STREAMS); "
-        "a flag wins over the variable. docs/proxy.md has the headers forwarded, the metrics and a deployment.",
+        help="serve a proxy that sanitizes the streams of --upstream (chat completions, Messages, Responses, Gemini)",
+        description="Forwards /v1/<path> (and Gemini's /v1beta/<path>) to --upstream and repairs the streams of "
+        "chat completions, the Messages API, the Responses API and Gemini; everything else passes as sent. Every "
+        "flag can also be set as LLM_STREAM_PROXY_<FLAG> (e.g. LLM_STREAM_PROXY_MAX_STREAMS); a flag wins over the "
+        "variable. docs/proxy.md has the headers forwarded, the metrics and a deployment.",
     )
     for field in attrs.fields(ProxyConfig):
         if "parse" not in field.metadata:
+            continue
+        text = f"{field.metadata['help']} [{ProxyConfig.env_var(field.name)}]"
+        if field.metadata.get("switch"):  # a flag without a value; its variable takes 1/0, true/false, ...
+            p.add_argument("--" + field.name.replace("_", "-"), dest=field.name, action="store_const", const=True,
+                           default=None, help=text)
             continue
         kind: Any = port_number if field.name == "port" else field.metadata["parse"]
         p.add_argument(
@@ -39,7 +46,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             choices=_CHOICES.get(field.name),
             default=None,
             metavar=None if field.name in _CHOICES else field.name.upper(),
-            help=f"{field.metadata['help']} [{ProxyConfig.env_var(field.name)}]",
+            help=text,
         )
     p.set_defaults(run=_run)
 

@@ -8,8 +8,8 @@ upstream and repairs its streamed responses in place with ``pipeline.sanitize``'
     run_proxy(config)                       # or in the foreground, as the command does
 
 ``ProxyConfig`` is a plain value and imports without the ``proxy`` extra; ``Proxy``, ``ProxyApp``,
-``create_proxy_app`` and ``run_proxy`` serve HTTP with uvicorn and prometheus-client and import them on first use:
-``pip install 'llm-stream-pipeline[proxy]'``.
+``create_proxy_app`` and ``run_proxy`` serve HTTP with uvicorn, httptools and prometheus-client and import them on
+first use: ``pip install 'llm-stream-pipeline[proxy]'``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ __all__ = ["Proxy", "ProxyApp", "ProxyConfig", "create_proxy_app", "run_proxy"]
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 
 _SERVING = {"Proxy": "._server", "ProxyApp": "._app", "create_proxy_app": "._app", "run_proxy": "._server"}
-_SERVER_PACKAGES = frozenset({"starlette", "uvicorn", "prometheus_client"})
+_SERVER_PACKAGES = frozenset({"starlette", "uvicorn", "httptools", "h11", "prometheus_client"})
 
 
 def __getattr__(name: str) -> object:
     """The serving names import uvicorn and prometheus-client on first use, not before."""
-    return _load_serving_name(globals(), name, _SERVING, _SERVER_PACKAGES, "serves HTTP with uvicorn and "
+    return _load_serving_name(globals(), name, _SERVING, _SERVER_PACKAGES, "serves HTTP with uvicorn, httptools and "
                               "prometheus-client", "Install the proxy extra: pip install 'llm-stream-pipeline[proxy]'")
 
 

@@ -1,6 +1,7 @@
 """The proxy as an ASGI app (``create_proxy_app``): its routes, its keys and its records.
 
-- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_forward.py``);
+- ``/v1/<path>`` (any method) is forwarded to ``<upstream>/<path>`` (``_forward.py``); so are ``/v1beta/<path>`` and
+  ``/v1beta1/<path>``, Google's SDK's version segments (``_headers.API_PREFIXES``);
 - ``GET /health`` and ``/healthz``: liveness, ``{"status": "ok"}``, never touching the upstream;
 - ``GET /ready``: 200 while the proxy accepts work, 503 when it is draining (SIGTERM) or at its cap of requests in
   flight;
@@ -26,11 +27,13 @@ from operators import Code
 
 from .._logging import VALUES_REDACTED, get_logger, register_secret
 from ..sanitize import SanitizingTransport
+from ._asgi import Receive, Refused, Scope, Send, error_response
 from ._config import ProxyConfig
-from ._forward import Forwarder, Receive, Refused, Scope, Send, error_response
-from ._headers import Keys
+from ._forward import Forwarder
+from ._headers import Keys, api_relative
 from ._log import Report, access_line
 from ._metrics import Metrics, Tracing
+from ._upstream import Upstream
 
 __all__ = ["ACCESS_LOG", "ProxyApp", "create_proxy_app"]
 
@@ -69,7 +72,7 @@ class ProxyApp:
         self.metrics = Metrics()
         self.draining = False
         base = httpx.URL(config.upstream.rstrip("/"))
-        inner = transport or _Pools()
+        inner = transport or Upstream()
         self.transport = SanitizingTransport(inner, retry=config.policy(), limits=config.limits,
                                              mode=config.mode)
         self._forward = Forwarder(
@@ -86,7 +89,7 @@ class ProxyApp:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
-        if (scope.get("raw_path") or path.encode()).startswith(b"/v1/"):  # as sent: "/v1%2F..." is no /v1/ path
+        if api_relative(scope.get("raw_path") or path.encode()) is not None:  # as sent: "/v1%2F..." is no /v1/ path
             await self._proxied(scope, receive, send)
             return
         report = Report(scope["method"], path)
@@ -100,7 +103,8 @@ class ProxyApp:
             report.status, body = 200, generate_latest(self.metrics.registry)
         else:
             report.status = 404
-            report.bytes_out = await error_response(send, 404, Code.INVALID_REQUEST, "the proxy serves /v1/<path>, "
+            report.bytes_out = await error_response(send, 404, Code.INVALID_REQUEST, "the proxy serves /v1/<path> (and "
+                                                    "/v1beta/, /v1beta1/), "
                                                     "/health, /ready and /metrics")
             self._access(report)
             return
@@ -157,29 +161,6 @@ class ProxyApp:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
-
-
-class _Pools(httpx.AsyncBaseTransport):
-    """The upstream's connections, in ``count`` pools taken in turn, none with a cap of its own.
-
-    No hidden cap: the pools take as many connections as there are requests in flight, which ``--max-streams``
-    bounds (and answers 503 past); httpx's default of 100 would queue the 101st request silently. Several pools, not
-    one: httpcore scans every connection of a pool twice per request, so one pool's CPU per request grows with the
-    requests in flight (decision 0047; ``benchmarks/proxy_concurrency.py``).
-    """
-
-    def __init__(self, count: int = 16) -> None:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=8)
-        self._pools = [httpx.AsyncHTTPTransport(limits=limits) for _ in range(count)]
-        self._next = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self._next = (self._next + 1) % len(self._pools)
-        return await self._pools[self._next].handle_async_request(request)
-
-    async def aclose(self) -> None:
-        for pool in self._pools:
-            await pool.aclose()
 
 
 def create_proxy_app(

@@ -9,6 +9,7 @@ config: ``client_key_env`` and ``upstream_key_env`` name the variables that hold
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeAlias
@@ -19,7 +20,7 @@ from operators import Limits, RetryPolicy
 
 from ..sanitize import Mode
 
-__all__ = ["LogFormat", "ProxyConfig"]
+__all__ = ["LogFormat", "ProxyConfig", "is_loopback"]
 
 LogFormat: TypeAlias = Literal["text", "json", "off"]
 MiB = 1024 * 1024
@@ -47,6 +48,27 @@ def _upstream(instance: object, attribute: attrs.Attribute[str], value: str) -> 
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"upstream must be an http(s) URL such as https://api.example.com/v1, got {value!r}")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` (a ``--host``) listens on loopback only: ``localhost`` or a loopback address (``127.0.0.0/8``,
+    ``::1``). Anything else, a name included (it may resolve anywhere), listens beyond."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _switch(text: str) -> bool:
+    """A yes-or-no variable: ``1``, ``true``, ``yes``, ``on`` or ``0``, ``false``, ``no``, ``off``."""
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be 1, true, yes, on, 0, false, no or off, got {text!r}")
 
 
 def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -189,12 +211,35 @@ class ProxyConfig:
                                             "key is then never forwarded", default=None, validator=_env_name)
     forward_headers: tuple[str, ...] = _setting(str, "more request headers to forward upstream, comma-separated (a "
                                                 "trailing * matches a prefix)", default=(), converter=_names)
+    allow_open_relay: bool = attrs.field(
+        default=False, validator=attrs.validators.instance_of(bool), metadata={**_help(_switch, (
+            "start even when listening beyond loopback with --upstream-key-env and no --client-key-env, where anyone "
+            "who reaches the port spends the upstream key (refused without it): only behind something that "
+            "authenticates clients itself")), "switch": True})
     limits: Limits = _setting(str, "bounds of what the repairer holds of one response before it can forward (a sound "
                               "answer is never cut), NAME=VALUE,... of pipeline Limits (e.g. max_text_bytes=1000000)",
                               default=attrs.Factory(Limits), converter=_limits)
 
     retry_policy: RetryPolicy | None = attrs.field(default=None, metadata={"flag": False})
     """Python only: the sanitizing transport's whole policy, overriding ``retries`` (tests use a short backoff)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.open_relay() and not self.allow_open_relay:
+            raise ValueError(
+                f"refusing to listen on {self.host} with --upstream-key-env and no --client-key-env: anyone who can "
+                "reach the port would spend the upstream key (an open relay). Give clients keys of their own "
+                f"(--client-key-env VAR, or {self.env_var('client_key_env')}), listen on 127.0.0.1, or, behind "
+                f"something that authenticates clients, pass --allow-open-relay ({self.env_var('allow_open_relay')}=1)")
+
+    def open_relay(self) -> bool:
+        """Listening beyond loopback (``is_loopback``) with the upstream key and no client keys: whoever reaches the
+        port spends the operator's key. Refused unless ``allow_open_relay`` (then the proxy warns as it starts)."""
+        return self.upstream_key_env is not None and self.client_key_env is None and not is_loopback(self.host)
+
+    def timeouts(self) -> dict[str, float]:
+        """The upstream request's timeouts, as httpx's ``timeout`` extension names them."""
+        return {"connect": self.connect_timeout, "read": self.idle_timeout, "write": self.idle_timeout,
+                "pool": self.connect_timeout}
 
     def policy(self) -> RetryPolicy | None:
         """The sanitizing transport's retries: ``retry_policy``, else ``retries`` retries of the default codes, else

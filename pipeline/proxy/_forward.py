@@ -5,18 +5,17 @@ upstream), the path (400 when it leaves the upstream's base path, or holds a ``#
 ``max_body_bytes``, told by ``Content-Length`` before a byte is read, else counted as it comes; 408 when the client
 stops sending it or has not sent it all within ``body_timeout``; 400 when its JSON nests too deep to read), and only
 then the cap on requests in flight (503 with ``Retry-After``): a client dripping its body holds no slot. Then the
-request goes upstream while a watcher waits for the client to hang up: a hang-up at any point, before the first byte
-too, cancels the upstream request, and so does the total deadline (504 before the response started; after it, the
-response is cut). Every request, refused or not, ends with one ``Report`` handed to ``on_done`` (access log, metrics,
-span).
+request goes upstream in the request's own task: a hang-up at any point (the protocol's ``HANG_UP`` future, else a
+task reading ``receive``), before the first byte too, cancels it, and so does the total deadline (504 before the
+response started; after it, the response is cut). Every request, refused or not, ends with one ``Report`` handed
+to ``on_done`` (access log, metrics, span).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -24,19 +23,16 @@ import httpx
 
 from operators import Code, Failure, LlmStreamError
 
-from ..sanitize import OBSERVER_EXTENSION, error_body
+from ..sanitize import OBSERVER_EXTENSION
+from ._asgi import HANG_UP, Receive, Refused, Scope, Send, error_response
 from ._config import ProxyConfig
-from ._headers import Keys, OutsideBase, forwarded_headers, upstream_path
+from ._headers import Keys, OutsideBase, UpstreamUrls, api_relative, forwarded_headers, upstream_path
 from ._log import Report
 from ._metrics import TooDeep, Tracing, model_of
 from ._relay import UpstreamCut, relay
 from ._scrub import Scrubber, scrub_headers
 
-__all__ = ["Forwarder", "Refused", "error_response"]
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+__all__ = ["HANG_UP", "Forwarder", "Receive", "Refused", "Scope", "Send", "error_response"]
 
 _RESPONSE_DROPPED = frozenset({
     "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
@@ -44,28 +40,8 @@ _RESPONSE_DROPPED = frozenset({
 })
 
 
-class Refused(LlmStreamError):
-    """A request answered by the proxy itself, before (or instead of) the upstream."""
-
-    def __init__(self, status: int, code: str, message: str, *, reason: str, headers: tuple[tuple[str, str], ...] = ()):
-        super().__init__(message)
-        self.status, self.code, self.reason, self.headers = status, code, reason, headers
-
-
 class _ClientGone(LlmStreamError):
     """The client hung up (while sending its body)."""
-
-
-async def error_response(send: Send, status: int, code: str, message: str, headers: tuple[tuple[str, str], ...] = (),
-                         *, path: str = "") -> int:
-    """Our error, with our code, in the error shape of the API ``path`` belongs to (``pipeline.sanitize.error_body``:
-    Anthropic's on ``/v1/messages``, OpenAI's elsewhere); returns its size."""
-    body = error_body(path, Failure(code, message))
-    out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    out += [(k.encode(), v.encode()) for k, v in headers]
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-    return len(body)
 
 
 @attrs.define
@@ -80,7 +56,8 @@ class Forwarder:
     in_flight: int = 0
     on_in_flight: Callable[[int], None] = lambda count: None
 
-    _exchanges: dict[asyncio.Future[None], tuple[_Progress, Report]] = attrs.field(factory=dict, init=False)
+    _exchanges: dict[asyncio.Task[Any], tuple[_Progress, Report]] = attrs.field(factory=dict, init=False)
+    _urls: UpstreamUrls = attrs.field(factory=UpstreamUrls, init=False)
 
     def cut_all(self) -> int:
         """Cuts every response in flight (the end of the SIGTERM grace period): a repaired stream gets its format's
@@ -103,17 +80,12 @@ class Forwarder:
             report.bytes_out += len(tail)
             await send({"type": "http.response.body", "body": tail, "more_body": True})
 
-    def _timeouts(self) -> dict[str, float]:
-        c = self.config
-        return {"connect": c.connect_timeout, "read": c.idle_timeout, "write": c.idle_timeout,
-                "pool": c.connect_timeout}
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send, report: Report) -> None:
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
-        relative = raw_path[len(b"/v1/"):]
+        relative = api_relative(raw_path) or b""
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         if not self.keys.admits(headers):
-            raise Refused(401, Code.AUTH, "a key the proxy accepts is required (Authorization: Bearer <key>)",
+            raise Refused(401, Code.AUTH, f"a key the proxy accepts is required ({self.keys.accepted()})",
                           reason="unauthorized", headers=(("www-authenticate", "Bearer"),))
         try:
             path = upstream_path(self.base.path, relative)
@@ -122,8 +94,9 @@ class Forwarder:
         query = scope.get("query_string") or b""
         if query and (self.keys.client or self.keys.upstream):  # the proxy's own keys never go upstream
             query = self.keys.scrub(query.decode("latin-1"), "%5Bredacted%5D").encode("latin-1")
-        try:  # no empty "?" added; a "#" (which h11 lets through) is no URL's path or query
-            url = self.base.copy_with(raw_path=path.encode("latin-1") + (b"?" + query if query else b""))
+        target = path.encode("latin-1") + (b"?" + query if query else b"")  # no empty "?" added
+        try:  # a "#" (which the HTTP parser lets through) is no URL's path or query
+            url = self._urls.get(self.base, target)
         except httpx.InvalidURL:
             raise Refused(400, Code.INVALID_REQUEST, "the request target is not a URL path and query",
                           reason="path") from None
@@ -155,10 +128,10 @@ class Forwarder:
         span = self.tracing.start(scope["method"], relative, body, out_headers)
         as_sent = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers]  # httpx's str is ASCII only
         request = httpx.Request(scope["method"], url, headers=as_sent,
-                                content=body, extensions={"timeout": self._timeouts(),
+                                content=body, extensions={"timeout": self.config.timeouts(),
                                                           OBSERVER_EXTENSION: report.observe})
         try:
-            await self._exchange(request, receive, send, report, deadline)
+            await self._exchange(scope, request, receive, send, report, deadline)
         finally:
             self.tracing.end(span, report)
 
@@ -173,7 +146,8 @@ class Forwarder:
         while True:
             wait = min(self.config.client_idle_timeout, max(0.0, deadline - time.monotonic()))
             try:
-                message = await asyncio.wait_for(receive(), wait)
+                async with asyncio.timeout(wait):  # not wait_for: no task per read
+                    message = await receive()
             except TimeoutError:
                 late = time.monotonic() >= deadline
                 raise Refused(408, Code.TIMEOUT, f"the client did not send its request body within "
@@ -191,40 +165,49 @@ class Forwarder:
             if not message.get("more_body", False):
                 return b"".join(parts)
 
-    async def _exchange(self, request: httpx.Request, receive: Receive, send: Send, report: Report,
+    async def _exchange(self, scope: Scope, request: httpx.Request, receive: Receive, send: Send, report: Report,
                         deadline: float) -> None:
-        progress = _Progress()
-        exchange = asyncio.ensure_future(self._send(request, send, report, progress))
-        watcher = asyncio.ensure_future(_hang_up(receive))
-        self._exchanges[exchange] = (progress, report)
+        """The upstream request in this task (no task of its own): the client's hang-up, the total deadline and
+        ``cut_all`` each cancel it, saying why in ``progress`` (told apart from the server's own cancel)."""
+        task, progress = asyncio.current_task(), _Progress()
+        assert task is not None
+
+        def stop(reason: str) -> None:
+            if progress.stop is None and not progress.complete and not progress.shutdown:
+                progress.stop = reason
+                task.cancel()
+
+        gone = scope.get("extensions", {}).get(HANG_UP, {}).get("gone")  # else (another server) a task on receive
+        watcher: asyncio.Future[None] = gone() if gone is not None else asyncio.ensure_future(_hang_up(receive))
+        if watcher.done():
+            report.cut = "client"
+            return
+        watcher.add_done_callback(on_gone := lambda _: stop("client"))
+        timer = asyncio.get_running_loop().call_later(max(0.0, deadline - time.monotonic()), stop, "deadline")
+        self._exchanges[task] = (progress, report)
         try:
-            done, _ = await asyncio.wait({exchange, watcher}, timeout=max(0.0, deadline - time.monotonic()),
-                                         return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # this request itself cancelled (the grace period ran out): its upstream request too
-            exchange.cancel()
-            raise
+            await self._send(request, send, report, progress)
+        except asyncio.CancelledError:
+            if (progress.stop is None and not progress.shutdown) or task.uncancel() > 0:
+                raise  # the server's own cancel (its grace period ran out): the upstream request went with it
+            if progress.shutdown and not progress.started:
+                raise Refused(503, Code.SERVER, "the proxy is shutting down; retry", reason="shutdown",
+                              headers=(("retry-after", "1"),)) from None
+            report.cut = "shutdown" if progress.shutdown else progress.stop
+            if not progress.started and progress.stop == "deadline":
+                raise Refused(504, Code.TIMEOUT, f"the upstream {self.base.host} did not answer within the proxy's "
+                              f"total deadline of {self.config.total_timeout:g} s (--total-timeout)",
+                              reason="deadline") from None
         finally:
-            watcher.cancel()
-            self._exchanges.pop(exchange, None)
-        if progress.shutdown:  # cut at the end of the grace period (``cut_all``)
-            try:
-                await exchange
-            except asyncio.CancelledError:
-                if not progress.started:
-                    raise Refused(503, Code.SERVER, "the proxy is shutting down; retry", reason="shutdown",
-                                  headers=(("retry-after", "1"),)) from None
+            progress.stop = progress.stop or "over"  # a hang-up's callback already queued does nothing now
+            timer.cancel()
+            watcher.remove_done_callback(on_gone)
+            if gone is None:  # the connection's own future is the protocol's, not this request's to cancel
+                watcher.cancel()
+            self._exchanges.pop(task, None)
+        if progress.shutdown and task.cancelling():  # cut while saying its last words (``_send`` returned)
+            task.uncancel()
             report.cut = "shutdown"
-            return
-        if exchange in done or progress.complete:  # a complete response also ends the watcher
-            await exchange
-            return
-        exchange.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await exchange
-        report.cut = "client" if watcher in done else "deadline"
-        if not progress.started and watcher not in done:
-            raise Refused(504, Code.TIMEOUT, f"the upstream {self.base.host} did not answer within the proxy's "
-                          f"total deadline of {self.config.total_timeout:g} s (--total-timeout)", reason="deadline")
 
     async def _send(self, request: httpx.Request, send: Send, report: Report, progress: _Progress) -> None:
         sent_at = time.perf_counter()
@@ -285,6 +268,8 @@ class _Progress:
     complete: bool = False
     shutdown: bool = False
     """Cut by ``cut_all``: the server's grace period ended."""
+    stop: str | None = None
+    """Cancelled by the client's hang-up (``"client"``) or the total deadline (``"deadline"``)."""
     last_words: bytes = b""
     """What a repaired stream says before that cut: its format's in-band error event."""
 

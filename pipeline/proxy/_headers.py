@@ -3,7 +3,8 @@ its query (as sent, none added), the headers on an allow-list, and the key (the 
 
 Forwarded (docs/proxy.md): ``content-type``, ``accept``, ``accept-encoding``, ``user-agent``, ``idempotency-key``, the
 APIs' own version, beta and organisation headers that the wire-format records name (``forward_headers``:
-``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``, ``anthropic-beta``), the W3C
+``openai-organization``, ``openai-project``, ``openai-beta``, ``anthropic-version``, ``anthropic-beta``,
+``x-goog-api-client``, ``x-goog-user-project``), the W3C
 trace context (``traceparent``, ``tracestate``), the names the operator adds (``--forward-headers``), and the key as
 configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
 ``via``, ``proxy-*``, hop-by-hop headers (and any header ``Connection`` names), ``expect``, ``host``,
@@ -11,9 +12,11 @@ configured. Never: cookies, ``x-forwarded-*``, ``forwarded``,
 
 Keys: the key headers are those the wire-format records name (``pipeline.formats.WIRE_REGISTRY``: ``authorization``,
 ``x-api-key``) and their ``secret_headers``. With ``client_keys`` a request must carry one of them
-(``Authorization: Bearer K`` or ``x-api-key: K``), and its key is never forwarded; with ``upstream_key`` that key
-goes upstream in the header of the format whose path begins as the request's (``x-api-key`` for ``messages/...``)
-and as ``Authorization: Bearer`` for every other; with neither, the client's key headers go upstream as they came.
+(``Authorization: Bearer K``, ``x-api-key: K`` or ``x-goog-api-key: K``; the 401 names them all), and its key
+is never forwarded; with ``upstream_key`` that key
+goes upstream in the header of the format whose endpoint family the request's path is in (``x-api-key`` for
+``messages/...``, ``x-goog-api-key`` for ``models/m:...``) and as ``Authorization: Bearer`` for every other; with
+neither, the client's key headers go upstream as they came.
 The proxy's own keys written by a client into a forwarded header's value (or the query, ``Keys.scrub``) go upstream as
 ``[redacted]``.
 """
@@ -25,11 +28,23 @@ from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
 import attrs
+import httpx
 
 from operators import LlmStreamError
 from pipeline.formats import WIRE_REGISTRY, WireRegistry
 
-__all__ = ["ALLOWED", "KEY_HEADERS", "Keys", "OutsideBase", "bearer", "forwarded_headers", "upstream_path"]
+__all__ = [
+    "ALLOWED",
+    "API_PREFIXES",
+    "KEY_HEADERS",
+    "Keys",
+    "OutsideBase",
+    "UpstreamUrls",
+    "api_relative",
+    "bearer",
+    "forwarded_headers",
+    "upstream_path",
+]
 
 _ALWAYS = frozenset({
     "content-type",
@@ -48,6 +63,22 @@ NEVER = frozenset({
     "transfer-encoding", "upgrade", "expect", "host", "content-length", "cookie", "forwarded", "via",
 })
 """Dropped whatever ``--forward-headers`` says (and so is every ``x-forwarded-*`` and ``proxy-*``)."""
+
+
+API_PREFIXES = (b"/v1/", b"/v1beta/", b"/v1beta1/")
+"""The API version segments a forwarded path begins with: ``/v1/`` (OpenAI's, Anthropic's, Vertex AI's), ``/v1beta/``
+(the Gemini API's, google-genai's default) and ``/v1beta1/`` (google-genai's default on Vertex AI). Each stands for
+the upstream's base URL: ``/v1beta/models/m:streamGenerateContent`` goes to ``<upstream>/models/m:...``, so an
+unmodified SDK needs only its base URL changed."""
+
+
+def api_relative(raw_path: bytes) -> bytes | None:
+    """The path under the API version segment (``models/m:streamGenerateContent`` of
+    ``/v1beta/models/m:streamGenerateContent``), as sent; None for a path the proxy does not forward."""
+    for prefix in API_PREFIXES:
+        if raw_path.startswith(prefix):
+            return raw_path[len(prefix):]
+    return None
 
 
 class OutsideBase(LlmStreamError, ValueError):
@@ -86,6 +117,13 @@ class Keys:
     upstream: str | None = None
     formats: WireRegistry = WIRE_REGISTRY
     """Where a key comes in and goes out: the wire-format records' key headers."""
+
+    def accepted(self) -> str:
+        """The headers a client key is accepted in, as the 401 names them: ``Authorization: Bearer <key>, x-api-key:
+        <key> or x-goog-api-key: <key>`` (the wire-format records' key headers)."""
+        names = sorted(set(self.formats.key_headers) - {"authorization"})
+        forms = ["Authorization: Bearer <key>", *(f"{name}: <key>" for name in names)]
+        return ", ".join(forms[:-1]) + " or " + forms[-1] if len(forms) > 1 else forms[0]
 
     def admits(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """A request carries one of the client keys (always, when there are none)."""
@@ -143,3 +181,25 @@ def forwarded_headers(
     if keys.upstream is not None:
         out.append(keys.formats.upstream_key(relative, keys.upstream))
     return out
+
+
+class UpstreamUrls:
+    """The upstream URLs of recent request targets: httpx parses a URL in ~90 us of the proxy's CPU, and clients ask
+    for a few paths. At most ``KEPT`` of them, of targets up to ``LONGEST`` bytes (bounded memory)."""
+
+    KEPT = 64
+    LONGEST = 512
+
+    def __init__(self) -> None:
+        self._urls: dict[bytes, httpx.URL] = {}
+
+    def get(self, base: httpx.URL, target: bytes) -> httpx.URL:
+        """``base`` with ``target`` as its path and query; ``httpx.InvalidURL`` when it is none."""
+        url = self._urls.get(target)
+        if url is None:
+            url = base.copy_with(raw_path=target)
+            if len(target) <= self.LONGEST:
+                if len(self._urls) >= self.KEPT:
+                    self._urls.clear()
+                self._urls[target] = url
+        return url

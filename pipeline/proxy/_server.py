@@ -80,6 +80,7 @@ class _ProxyServer(uvicorn.Server):
             app, embedded=embedded, http=protocol(config.header_timeout, config.linger_timeout, config.linger_bytes),
             timeout_keep_alive=config.client_idle_timeout,
             timeout_graceful_shutdown=config.grace_period + CUT_MARGIN,  # the proxy cuts first (``shutdown``)
+            proxy_headers=False,  # the app never reads the client's address: no X-Forwarded-For rewrite per request
         ))
         self.app = app
         logging.getLogger("uvicorn.error").addFilter(_cut_filter)
@@ -150,6 +151,9 @@ def run_proxy(upstream: str | ProxyConfig, **options: Any) -> None:
     app = create_proxy_app(config)
     sock = bind(config.host, config.port)
     _log_to_stderr(access=config.log_format != "off")
+    if config.open_relay():  # allowed by --allow-open-relay: said once, loudly, before it serves
+        _log.warning("WARNING: an open relay: listening on %s with the upstream key and no client keys "
+                     "(--allow-open-relay): anyone who reaches the port spends the upstream key", config.host)
     print(f"llm-stream proxy: base_url {url_of(config.host, sock.getsockname()[1])}/v1 -> {config.upstream}. "
           "Ctrl-C stops it.", flush=True)
     # uvicorn handles SIGTERM itself, then raises it again once it has shut down: with this handler in place that

@@ -3,7 +3,7 @@
 The oracle is the rule chain itself: ``rules=protocol_rules(limits)`` is a custom chain, so it runs the general path
 (the stage operators one after the other), while no ``rules=`` runs ``operators.extend.default_chain``. Compared with
 anomalies on (which keeps everything), on every shared stream at several read sizes and small limits, on generated
-streams of the three formats, and on mutated streams.
+streams of the three formats, and on mutated streams. Gemini's: ``test_fast_path_gemini.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from test_properties import FRAMINGS, frame, splits, streams
 
 import pipeline
 from operators import Chunk, Format, Limits
-from scripts import fuzz
+from scripts import fuzz, fuzz_fast_path
 
 FOLDERS = [REAL_STREAMS, PEER_STREAMS, MESSAGES_STREAMS, RESPONSES_STREAMS, PEER_FORMAT_STREAMS]
 STREAMS = sorted(path for folder in FOLDERS for path in folder.rglob("*.sse"))
@@ -52,6 +52,9 @@ def test_the_fast_path_gives_the_rule_chains_chunks_on_every_shared_stream_at_ev
         for limits in (None, SMALL) if size in (7, 4096) else (None,):
             fast, general = both(cut(data, size), limits)
             assert fast == general, (size, limits)
+    for limits in (None, SMALL):  # one event per read, as a live stream arrives
+        fast, general = both(fuzz_fast_path.event_reads(data), limits)
+        assert fast == general, ("events", limits)
 
 
 def test_the_batches_carry_the_rule_chains_items_in_order() -> None:
@@ -116,16 +119,17 @@ def messages_streams(draw: st.DrawFn) -> bytes:
 def responses_streams(draw: st.DrawFn) -> bytes:
     out = [_event("response.created", {"type": "response.created", "response": {"status": "in_progress"}})]
     calls = draw(st.integers(0, 2))
-    for index in range(calls):
-        item = {"type": "function_call", "call_id": draw(IDS), "name": "Glob", "arguments": ""}
+    for index in range(calls):  # a function call or a custom tool call (decision 0072)
+        item_type = draw(st.sampled_from(["function_call", "custom_tool_call"]))
+        item = {"type": item_type, "call_id": draw(IDS), "name": "Glob", "arguments": "", "input": ""}
         out.append(_event("response.output_item.added",
                           {"type": "response.output_item.added", "output_index": index, "item": item}))
     kinds = ["response.output_text.delta", "response.reasoning_summary_text.delta", "response.refusal.delta",
-             "response.function_call_arguments.delta"]
+             "response.function_call_arguments.delta", "response.custom_tool_call_input.delta"]
     for _ in range(draw(st.integers(0, 14))):
         kind = draw(st.sampled_from(kinds))
         payload: dict[str, Any] = {"type": kind, "delta": draw(TEXTS)}
-        if kind.startswith("response.function_call"):
+        if kind.startswith(("response.function_call", "response.custom_tool_call")):
             payload["output_index"] = draw(st.integers(0, calls))
         out.append(_event(kind if draw(st.booleans()) else None, payload))
     if draw(st.booleans()):
@@ -146,6 +150,8 @@ def test_generated_messages_and_responses_streams_in_any_split_give_the_rule_cha
     pieces = data.draw(splits(body))
     limits = data.draw(st.sampled_from([None, SMALL]))
     fast, general = both(pieces, limits, format)
+    assert fast == general
+    fast, general = both(fuzz_fast_path.event_reads(body), limits, format)  # one event per read, as live
     assert fast == general
 
 
@@ -211,3 +217,58 @@ def test_a_run_of_deltas_crossing_max_text_bytes_inside_one_read_ends_as_the_rul
             finish = fast[-1]
             crossed = getattr(getattr(finish, "reason", None), "failure", None)
             assert (crossed is not None and crossed.code == "LIMIT_EXCEEDED") == (limit < 310), (limit, finish)
+
+
+@pytest.mark.parametrize("odd", [b'"delta":{"type":"text_delta","text":"b","x":"\x91"}',
+                                 b'"x\x91":1,"delta":{"type":"text_delta","text":"b"}',
+                                 b'"delta":{"type":"text_delta","text":"b","x":1e999}'], ids=["value", "key", "number"])
+def test_a_messages_delta_with_a_value_the_parser_refuses_is_refused_on_the_fast_path_too(odd: bytes) -> None:
+    def delta(body: bytes) -> bytes:
+        return b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,' + body + b"}\n\n"
+
+    opening = _runs("messages", "text")[0]
+    plain = delta(b'"delta":{"type":"text_delta","text":"a"}')
+    fast, general = both([opening + plain, plain + delta(odd) + plain], None, "messages")
+    assert fast == general
+    failure = getattr(getattr(fast[-1], "reason", None), "failure", None)
+    assert failure is not None
+    assert failure.code == "MALFORMED_RESPONSE"
+
+
+def _delta(index: int, text: str | None = None, raw: bytes | None = None) -> bytes:
+    body = raw if raw is not None else json.dumps(
+        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+        separators=(",", ":")).encode()
+    return b"event: content_block_delta\ndata: " + body + b"\n\n"
+
+
+@pytest.mark.parametrize("odd", [
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","text":"b"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a" }}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\"}}"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\ud800"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\xff"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\r"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\n"}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":null}}',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}\n\ndata: {"type":"ping"}',
+    b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}}',
+])
+def test_messages_text_deltas_read_one_per_read_by_their_shape_give_the_rule_chains_chunks(odd: bytes) -> None:
+    """After a usual text delta the Messages fast path reads the next ones by its shape (``operators/messages/
+    _fast.py``): an odd one among them (a repeated key, a space, an escaped quote, a lone surrogate, invalid UTF-8, an
+    empty or null text, a line end, another block, an event over ``max_event_bytes``) gives the rule chain's chunks, as
+    do the usual ones after it, at every limit."""
+    start = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{}}}\n\n'
+    blocks = b"".join(
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
+        b'"content_block":{"type":"%s","text":""}}\n\n' % (index, kind) for index, kind in ((0, b"text"), (1, b"text")))
+    stop = (b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}}'
+            b'\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n')
+    reads = [start, blocks, *(_delta(0, f"t{n} \u00e9\"") for n in range(3)), _delta(0, raw=odd),
+             *(_delta(0, f"u{n}") for n in range(3)), _delta(0, "a longer text " * 3), _delta(0, "u4"),
+             _delta(1, "other"), _delta(0, "back"), stop]
+    for limits in (None, Limits(max_text_bytes=20), Limits(max_event_bytes=len(_delta(0, "u0")) + 8)):
+        fast, general = both(reads, limits, "messages")
+        assert fast == general, limits

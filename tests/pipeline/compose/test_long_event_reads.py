@@ -19,7 +19,7 @@ from benchmarks import long_event
 from operators import DEFAULT_LIMITS
 from operators._parse_format import _Detect
 
-FORMATS = ("chat", "messages", "responses")
+FORMATS = ("chat", "messages", "responses", "gemini")
 LINE_ENDS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
 
 

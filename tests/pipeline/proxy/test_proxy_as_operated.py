@@ -76,6 +76,8 @@ def test_a_request_without_a_client_key_is_refused_401_and_nothing_goes_upstream
         response = httpx.post(f"{cli.url}/v1/chat/completions", json=_chat(), headers=headers)
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "AUTH"
+        message = response.json()["error"]["message"]  # every header a key is accepted in
+        assert "Authorization: Bearer <key>, x-api-key: <key> or x-goog-api-key: <key>" in message
     assert len(gateway.seen) == before
 
 

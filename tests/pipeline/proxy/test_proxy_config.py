@@ -96,8 +96,9 @@ def test_the_proxy_extra_is_what_the_proxy_imports_and_names_no_emulator() -> No
     pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["proxy"]
     names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extra}
-    assert names == {"uvicorn", "prometheus-client"}
+    assert names == {"uvicorn", "httptools", "h11", "prometheus-client"}
     code = ("import sys; import pipeline.proxy as s; s.Proxy, s.run_proxy, s.create_proxy_app; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'prometheus_client'}))")
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'httptools', "
+            "'h11', 'prometheus_client'}))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert shown.strip() == "['prometheus_client', 'uvicorn']"  # not starlette, which the emulator needs
+    assert shown.strip() == "['h11', 'httptools', 'prometheus_client', 'uvicorn']"  # not starlette: the emulator's

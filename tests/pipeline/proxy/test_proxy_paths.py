@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from proxy_gateway import Gateway
 
 from pipeline.proxy import Proxy
-from pipeline.proxy._headers import OutsideBase, upstream_path
+from pipeline.proxy._headers import OutsideBase, api_relative, upstream_path
 
 pytestmark = pytest.mark.server  # tests/tiers.py
 
@@ -84,3 +84,26 @@ def test_a_connection_that_never_sends_its_headers_is_closed_after_the_header_de
         started = time.monotonic()
         assert _closed_within(sock, 5)
         assert time.monotonic() - started >= 0.9
+
+
+def test_googles_version_segments_are_forwarded_as_v1_is_and_nothing_else_is() -> None:
+    assert api_relative(b"/v1/chat/completions") == b"chat/completions"
+    assert api_relative(b"/v1beta/models/m:streamGenerateContent") == b"models/m:streamGenerateContent"
+    assert api_relative(b"/v1beta1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent") == (
+        b"projects/p/locations/l/publishers/google/models/m:streamGenerateContent")
+    for path in (b"/v1", b"/v2/x", b"/v1%2Fx", b"/v1betax/y", b"/health", b"/v1beta"):
+        assert api_relative(path) is None, path
+
+
+def test_googles_version_paths_reach_the_upstreams_base_path() -> None:
+    with Gateway() as gateway, Proxy(gateway.base_url) as running:
+        for sent in ("/v1beta/models/m:countTokens", "/v1beta1/projects/p/locations/l/publishers/google/models/m",
+                     "/v1/models"):
+            with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
+                sock.sendall(f"GET {sent}?alt=sse HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n".encode())
+                answer = b""
+                while piece := sock.recv(65536):
+                    answer += piece
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+            relative = sent.split("/", 2)[2]
+            assert gateway.seen[-1].target == "/v1/" + relative + "?alt=sse"
