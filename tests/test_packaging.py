@@ -1,6 +1,7 @@
 """The wheel and the sdist build from the local tree without a deprecation warning; the wheel carries its package
 data and metadata (one version, the changelog's newest; Project-URLs; the three formats in the summary); the sdist
-holds no part of the test suite; the README's editable install leaves the packages visible to mypy from elsewhere.
+holds no part of the test suite; the README's editable install (no editable mode named: ``package-dir`` declares the
+layout) leaves the packages visible to mypy from elsewhere, and its clone install line installs the package.
 
 The tree is copied to a temporary directory first (a build writes ``build/`` and ``*.egg-info`` beside the sources).
 When the running environment already has the build requirement (``setuptools>=77``), the build is fully offline:
@@ -149,29 +150,29 @@ def test_the_sdist_holds_no_part_of_the_test_suite(sdist: list[str]) -> None:
     )
 
 
-def _readme_editable_options() -> list[str]:
-    """The options the README's set-up command gives ``pip install -e``."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"pip install -e '\.\[[a-z,]+\]'((?: --[a-z-]+ [^\s&]+)*)", readme)
-    assert match is not None, "the README has no `pip install -e '.[...]'` set-up command"
-    return shlex.split(match.group(1))
+SETUP = re.compile(r"pip install (?:--quiet )?-e '\.\[[a-z,]+\]'(?P<options>[^\n&#]*)")
+"""An editable install of the clone with its extras, and whatever options follow it on the line."""
 
 
-def test_the_readme_and_ci_install_editable_the_same_way() -> None:
-    options = _readme_editable_options()
-    assert options, "the README's editable install names no editable mode"
-    assert " ".join(options) in (ROOT / ".ci/run").read_text(encoding="utf-8")
+def _editable_installs() -> dict[str, list[str]]:
+    """The options each set-up (README, CONTRIBUTING, .ci/run) gives its editable install."""
+    found = {}
+    for name in ("README.md", "CONTRIBUTING.md", ".ci/run"):
+        match = SETUP.search((ROOT / name).read_text(encoding="utf-8"))
+        assert match is not None, f"{name} has no `pip install -e '.[...]'` set-up command"
+        found[name] = shlex.split(match.group("options"))
+    return found
 
 
-def test_the_readmes_editable_install_is_visible_to_mypy_from_any_folder(tmp_path: Path) -> None:
-    """A fresh environment (without pip's own copy: the running one's packages through a .pth file), the project
-    installed as the README says, then ``mypy --strict`` on a file outside the checkout that imports the packages."""
-    tree = tmp_path / "tree"
-    for name in ("operators", "pipeline"):
-        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy2(ROOT / name, tree / name)
-    env_dir = tmp_path / "env"
+def test_every_set_up_installs_editable_the_default_way() -> None:
+    """No ``--config-settings editable_mode=...``: the mode setuptools says is transitional (compat) is not needed,
+    since ``package-dir`` declares the layout (decision 0053)."""
+    assert _editable_installs() == {"README.md": [], "CONTRIBUTING.md": [], ".ci/run": []}
+
+
+def _fresh_env(base: Path) -> Path:
+    """A fresh environment's python, without pip's own copy: the running one's packages through a .pth file."""
+    env_dir = base / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     site = subprocess.run(
@@ -179,11 +180,51 @@ def test_the_readmes_editable_install_is_visible_to_mypy_from_any_folder(tmp_pat
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout.strip()
     Path(site, "running-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    install = [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation", "-q", "-e"]
-    done = subprocess.run(
-        [*install, str(tree), *_readme_editable_options()], capture_output=True, text=True, check=False, timeout=300
+    return python
+
+
+def _copy_tree(tree: Path) -> Path:
+    for name in ("operators", "pipeline"):
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, tree / name)
+    (tree / "tests").mkdir()  # what else sits beside the packages in a clone
+    (tree / "tests" / "conftest.py").write_text("", encoding="utf-8")
+    return tree
+
+
+def _site_packages(python: Path) -> Path:
+    return Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True, timeout=60,
+        ).stdout.strip()
     )
+
+
+OFFLINE = ["--no-deps", "--no-index", "--no-build-isolation"]
+"""What makes the test's installs offline: the running environment already holds every dependency."""
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without ``PYTHONPATH``: the fresh environment finds the packages only as it installed them."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
+def test_the_readmes_editable_install_is_one_path_line_visible_to_mypy_from_any_folder(tmp_path: Path) -> None:
+    """The project installed as the README says (``pip install -e``, no option), then ``mypy --strict`` on a file
+    outside the checkout that imports the packages: setuptools writes one ``.pth`` line naming the tree (no import
+    hook, which mypy cannot follow) and says nothing of a transitional mode."""
+    tree = _copy_tree(tmp_path / "tree")
+    python = _fresh_env(tmp_path)
+    install = [str(python), "-m", "pip", "install", *OFFLINE, "-v", "-e", str(tree), *_editable_installs()["README.md"]]
+    done = subprocess.run(install, env=_clean_env(), capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "transitional" not in done.stdout + done.stderr
+    site = _site_packages(python)
+    (pth,) = site.glob("__editable__.llm_stream_pipeline-*.pth")
+    assert pth.read_text(encoding="utf-8").split() == [str(tree.resolve())]
+    assert not list(site.glob("__editable__*finder*.py"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "app.py").write_text(
@@ -194,8 +235,38 @@ def test_the_readmes_editable_install_is_visible_to_mypy_from_any_folder(tmp_pat
     )
     checked = subprocess.run(
         [str(python), "-m", "mypy", "--strict", "--no-incremental", "app.py"],
-        cwd=elsewhere, capture_output=True, text=True, check=False, timeout=600,
+        cwd=elsewhere, env=_clean_env(), capture_output=True, text=True, check=False, timeout=600,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    ran = subprocess.run([str(python), "app.py"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(
+        [str(python), "app.py"], cwd=elsewhere, env=_clean_env(), capture_output=True, text=True, timeout=120
+    )
     assert ran.stdout.split() == [ran.stdout.split()[0], pipeline.__version__], ran.stderr
+
+
+def test_the_readmes_clone_install_line_installs_the_package(tmp_path: Path) -> None:
+    """The README's first install line, run as written after its ``git clone`` (here: a copy of the tree under the
+    clone's name) and made offline, installs a package that imports and runs from another folder."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^git clone <repository-url> (\S+) && (pip install '[^']+')$", readme, re.MULTILINE)
+    assert match is not None, "the README has no `git clone <repository-url> DIR && pip install './DIR[...]'` line"
+    _copy_tree(tmp_path / match.group(1))
+    python = _fresh_env(tmp_path)
+    command = shlex.split(match.group(2))
+    done = subprocess.run(
+        [str(python), "-m", *command[:2], *OFFLINE, *command[2:]],
+        cwd=tmp_path, env=_clean_env(), capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    site = _site_packages(python)
+    assert (site / "pipeline" / "py.typed").is_file()  # a copy, not an editable link
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ran = subprocess.run(
+        [str(python), "-c", "import pipeline; print(pipeline.__file__, pipeline.__version__)"],
+        cwd=elsewhere, env=_clean_env(), capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    where, version = ran.stdout.split()
+    assert Path(where).is_relative_to(site)
+    assert version == pipeline.__version__

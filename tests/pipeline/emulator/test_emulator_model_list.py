@@ -23,14 +23,14 @@ from pipeline.emulator.messages import MESSAGES_PROFILES
 from pipeline.emulator.responses import RESPONSES_PROFILES
 
 ROOT = Path(__file__).resolve().parents[3]
-ENDPOINTS = {"emulator/messages/": "/messages", "emulator/responses/": "/responses"}
+ASK_GEMINI = {"contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]}
 
 
 def endpoint_of(model: str) -> tuple[str, str]:
-    """(path, profile) a listed model id stands for."""
-    for prefix, path in ENDPOINTS.items():
-        if model.startswith(prefix):
-            return path, model.removeprefix(prefix)
+    """(path, profile) a listed model id stands for (the path as posted under ``/v1``, the model filled in)."""
+    for api in FORMATS.values():
+        if model.startswith(api.model_prefix):
+            return api.paths[1].replace("{model}", model), model.removeprefix(api.model_prefix)
     return "/chat/completions", model.removeprefix("emulator/")
 
 
@@ -39,6 +39,8 @@ def send(http: httpx.Client, path: str, model: str) -> int:
     body = request_body(model=model) if path == "/chat/completions" else format_body(model=model)
     if path == "/responses":
         body = format_body(model=model, responses=True)
+    if path.endswith(":streamGenerateContent"):  # Gemini: the model is in the path, a stream is asked by alt=sse
+        path, body = path + "?alt=sse", ASK_GEMINI
     with http.stream("POST", path, json=body, headers={"x-emulator-stall-s": "0"}) as response:
         with contextlib.suppress(httpx.RemoteProtocolError):  # drop-mid-stream: the cut is the profile
             response.read()
@@ -58,7 +60,7 @@ def test_models_lists_every_profile_of_every_format(http: httpx.Client) -> None:
     assert [i for i in ids if i.startswith("emulator/responses/")] == [
         f"emulator/responses/{p}" for p in RESPONSES_PROFILES
     ]
-    assert len(set(ids)) == len(ids) == len(PROFILES) + len(MESSAGES_PROFILES) + len(RESPONSES_PROFILES)
+    assert len(set(ids)) == len(ids) == len(PROFILES) + sum(len(api.profiles) for api in FORMATS.values())
     for model in response.json()["data"]:
         assert set(model) == {"id", "object", "created", "owned_by"}
         assert model["object"] == "model"
@@ -80,8 +82,23 @@ def test_every_listed_model_selects_its_profile_on_its_own_endpoint(
     assert status != 404
     recorded = emu.state.requests[-1]
     assert recorded.path == "/v1" + path
-    # ``agent`` is resolved to its first step; every other profile is recorded under its own name
-    assert recorded.profile == ("seed-bug" if profile == "agent" else profile)
+    # ``agent`` is resolved to its first step (the format's ``agent_first``); every other profile is recorded under its
+    # own name
+    first = next((api.agent_first for api in FORMATS.values() if model.startswith(api.model_prefix)), "seed-bug")
+    assert recorded.profile == (first if profile == "agent" else profile)
+
+
+@pytest.mark.parametrize("model", listed_models())
+def test_every_listed_model_without_its_emulator_prefix_selects_the_same_profile(
+    emu: Emulator, http: httpx.Client, model: str
+) -> None:
+    """``responses/rotated-ids`` as ``emulator/responses/rotated-ids`` (what a client that strips a provider prefix
+    sends); chat's ``emulator/seed-bug`` becomes the bare ``seed-bug``; Gemini's ids have no such prefix."""
+    path, profile = endpoint_of(model)
+    short = model.removeprefix("emulator/")
+    assert send(http, path.replace(model, short), short) != 404
+    first = next((api.agent_first for api in FORMATS.values() if model.startswith(api.model_prefix)), "seed-bug")
+    assert emu.state.requests[-1].profile == (first if profile == "agent" else profile)
 
 
 @pytest.mark.parametrize(
@@ -90,11 +107,13 @@ def test_every_listed_model_selects_its_profile_on_its_own_endpoint(
 def test_a_model_id_of_another_format_is_a_404(http: httpx.Client, prefix: str, path: str) -> None:
     assert send(http, path, prefix + "clean") == 404
     assert send(http, "/chat/completions", prefix + "clean") == 404
+    assert send(http, path, prefix.removeprefix("emulator/") + "clean") == 404
 
 
 def test_the_profile_summary_counts_each_format() -> None:
-    counts = [len(PROFILES), *(len(api.profiles) for api in FORMATS.values())]
-    assert profile_summary() == "{} chat, {} Messages, {} Responses profiles".format(*counts)
+    counts = [f"{len(PROFILES)} chat", *(f"{len(api.profiles)} {name.title()}" for name, api in FORMATS.items())]
+    assert profile_summary() == ", ".join(counts) + " profiles"
+    assert profile_summary().startswith("{} chat, {} Messages, {} Responses".format(*(c.split()[0] for c in counts)))
     assert start_line("http://127.0.0.1:8808") == (
         f"llm-stream emulator: base_url http://127.0.0.1:8808/v1 ({profile_summary()}). Ctrl-C stops it."
     )
