@@ -9,13 +9,14 @@ and hands out single public chunks: the place for ordinary reactivex operators.
 Public faces: this module (the operators, the chunk protocol, the codes, ``RetryPolicy``, the exception root),
 ``operators.wire`` (the typed wire values ``parse_sse`` decodes), ``operators.extend`` (the kit for a custom
 operator among the rules, and for a custom byte source), and one package per wire format other than chat
-(``operators.messages``, ``operators.responses``: its parser, re-exported here, and its registry record).
+(``operators.messages``, ``operators.responses``, ``operators.gemini``: its parser, re-exported here, and its
+registry record).
 
 The operators, in the order of the default chain: ``parse_sse`` (or ``parse_stream`` for a named or detected wire
-format: ``parse_messages_sse``, ``parse_responses_sse``), ``coalesce_identity``, ``accumulate_arguments``,
-``close_on_done``, ``classify_finish``, and ``retry_when_retryable`` around each attempt. Each factory's docstring
-carries its rule and its marble diagram (``help(operators.coalesce_identity)``); docs/operators.md is generated from
-them by ``scripts/gen_docs.py``.
+format: ``parse_messages_sse``, ``parse_responses_sse``, ``parse_gemini_sse``), ``coalesce_identity``,
+``accumulate_arguments``, ``close_on_done``, ``classify_finish``, and ``retry_when_retryable`` around each attempt.
+Each factory's docstring carries its rule and its marble diagram (``help(operators.coalesce_identity)``);
+docs/operators.md is generated from them by ``scripts/gen_docs.py``.
 """
 
 from ._accumulate_arguments import accumulate_arguments
@@ -34,6 +35,7 @@ from ._chunks import (
     TextDelta,
     ToolCallBlock,
     ToolCallDelta,
+    ToolCallKind,
     UsageChunk,
     chunk_from_dict,
     chunk_from_json,
@@ -51,6 +53,7 @@ from ._retry_policy import RetryPolicy, RetryPolicyError
 from ._retry_when_retryable import retry_when_retryable
 from ._signals import Rule, Signal
 from ._stage import Batch, Operator
+from .gemini import parse_gemini_sse
 from .messages import parse_messages_sse
 from .responses import parse_responses_sse
 
@@ -86,6 +89,7 @@ __all__ = [
     "TextDelta",
     "ToolCallBlock",
     "ToolCallDelta",
+    "ToolCallKind",
     "Usage",
     "UsageChunk",
     "accumulate_arguments",
@@ -95,6 +99,7 @@ __all__ = [
     "close_on_done",
     "coalesce_identity",
     "detect_format",
+    "parse_gemini_sse",
     "parse_messages_sse",
     "parse_responses_sse",
     "parse_sse",

@@ -1,7 +1,8 @@
 """``accumulate_arguments``: a tool call's arguments fragments concatenate; ``null`` or absent adds nothing.
 
 Rule (docs/decisions/0003-accumulate-arguments.md): every ``ToolFragment`` becomes one public ``tool-call-delta``
-carrying the identity known so far (``id`` is ``""`` until known, ``name`` only once known) and its fragment
+carrying the identity known so far (``id`` is ``""`` until known, ``name`` only once known, the call's kind) and its
+fragment
 (``""`` for ``null``, reported once per call as ``null-arguments``, or for an absent field). The arguments stay a raw
 JSON string: they are never parsed here. When ``Done`` arrives, one ``ToolCallState`` per call, in opening order,
 precedes it, so ``close_on_done`` can close or refuse each call. A fragment taking one call's arguments past
@@ -29,10 +30,11 @@ def _text(buffer: bytearray) -> str:
 
 
 class _Arguments:
-    __slots__ = ("id", "name", "null_reported", "parts", "refused", "wire_index")
+    __slots__ = ("id", "kind", "name", "null_reported", "parts", "refused", "wire_index")
 
-    def __init__(self, wire_index: int | None) -> None:
+    def __init__(self, wire_index: int | None, kind: str) -> None:
         self.wire_index = wire_index
+        self.kind = kind  # the call's ToolCallKind (decision 0072)
         self.id: str | None = None
         self.name: str | None = None
         self.parts = bytearray()  # UTF-8: one buffer per call, not one str object per fragment
@@ -57,7 +59,8 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
                     return
             elif kind is Done:
                 out.extend(
-                    ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts), call.refused)
+                    ToolCallState(index, call.wire_index, call.id, call.name, _text(call.parts), call.refused,
+                                  call.kind)
                     for index, call in self.calls.items()
                 )
                 out.append(item)
@@ -76,7 +79,7 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
             if len(self.calls) >= self.limits.max_tool_calls:  # fragments arriving without their block-start
                 self._too_many_calls(out)
                 return
-            call = self.calls[fragment.index] = _Arguments(fragment.wire_index)
+            call = self.calls[fragment.index] = _Arguments(fragment.wire_index, fragment.kind)
         if fragment.refused is not None:
             call.refused = fragment.refused
         arguments = fragment.arguments
@@ -93,7 +96,7 @@ class _AccumulateArguments(BaseStage[Batch[Signal], Signal]):
                 call.null_reported = True
                 out.append(Anomaly("null-arguments", fragment.index, "arguments null: adds nothing"))
             arguments = ""
-        out.append(ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments))
+        out.append(ToolCallDelta(fragment.index, fragment.id or "", fragment.name, arguments, kind=call.kind))
 
     def extend(self, index: int, id: str | None, name: str | None, arguments: str) -> int:
         """Call ``index``'s identity so far and a fragment of its arguments, whose UTF-8 bytes join them within

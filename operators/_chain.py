@@ -52,7 +52,7 @@ class Chain:
     """One subscription's stages, the general path over them, and the fast path's entry (``hot``): a ``FastChain``."""
 
     __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "hot", "hot_reads", "out",
-                 "parser", "subject")
+                 "parser", "shape", "subject")
 
     def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead], *,
                  comments: bool = False) -> None:
@@ -72,6 +72,7 @@ class Chain:
         self.ended: bool | Exception = False  # True once the general path completed, or the error it ended with
         self.format_parser: SseFraming | None = None
         self.hot: HotRead | None = None
+        self.shape: Any = None  # what a format's fast path keeps between its reads; any general read forgets it
         self.subject: Subject[bytes] = Subject()
         observable: Observable[Any] = stage_operator(lambda: self.parser, accepts=_BYTES)(self.subject)
         for stage in stages:
@@ -90,7 +91,8 @@ class Chain:
         self.ended = True
 
     def general(self, piece: Any) -> None:
-        """One read through the stage operators, as the rule chain runs it."""
+        """One read through the stage operators, as the rule chain runs it (the fast path's ``shape`` forgotten)."""
+        self.shape = None
         self.subject.on_next(piece)
         if self.hot is None:
             self._resolve()

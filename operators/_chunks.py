@@ -6,10 +6,12 @@ a ``to_json()`` (that dict as strict JSON text):
     block-start      {"type", "index", "block_type"}                  a block opens (indices 0, 1, 2, ... shared)
     text-delta       {"type", "index", "text"}                        visible text
     reasoning-delta  {"type", "index", "text"}                        chain of thought
-    tool-call-delta  {"type", "index", "id", ["name",] "arguments_delta"}  id is "" until known, name once known
+    tool-call-delta  {"type", "index", "id", ["name",] ["kind",] "arguments_delta"}  id is "" until known, name
+                                                                      once known, kind unless "function"
     block-end        {"type", "index", "block"}                       the finished block (held until [DONE]);
                                                                       a reasoning block may carry signature,
-                                                                      encrypted and item_id
+                                                                      encrypted and item_id; a tool call its
+                                                                      kind (unless "function") and signature
     usage            {"type", "usage"}                                token accounting (before the finish)
     finish           {"type", "reason"}                               exactly one, always last
     anomaly          {"type", "kind", "index", "detail"}              what a gateway did wrong (opt-in)
@@ -29,7 +31,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
-from ._blocks import Block, ReasoningBlock, TextBlock, ToolCallBlock, block_from_dict
+from ._blocks import Block, ReasoningBlock, TextBlock, ToolCallBlock, ToolCallKind, block_from_dict, non_empty_kind
 from ._chunk_values import Failure, FinishReason, Json, Usage
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "TextDelta",
     "ToolCallBlock",
     "ToolCallDelta",
+    "ToolCallKind",  # defined in _blocks; named here with the chunks that carry it
     "Usage",  # defined in _chunk_values; named here too, where _usage.py takes it
     "UsageChunk",
     "chunk_from_dict",
@@ -103,18 +106,23 @@ class ReasoningDelta(JsonText):
 
 @attrs.frozen
 class ToolCallDelta(JsonText):
-    """One fragment of a tool call: ``id`` is ``""`` until known, ``name`` is None until known."""
+    """One fragment of a tool call: ``id`` is ``""`` until known, ``name`` is None until known. ``kind`` (a
+    ``ToolCallKind``, known from the call's first fragment on; docs/decisions/0072-client-run-tool-calls.md) is in
+    the JSON only when it is not ``"function"``."""
 
     index: int
     id: str
     name: str | None
     arguments_delta: str
+    kind: str = attrs.field(default=ToolCallKind.FUNCTION, kw_only=True, validator=non_empty_kind)
     type: ClassVar[str] = "tool-call-delta"
 
     def to_dict(self) -> Json:
         out: Json = {"type": "tool-call-delta", "index": self.index, "id": self.id}
         if self.name is not None:
             out["name"] = self.name
+        if self.kind != ToolCallKind.FUNCTION:
+            out["kind"] = self.kind
         out["arguments_delta"] = self.arguments_delta
         return out
 
@@ -208,7 +216,8 @@ def chunk_from_dict(data: Mapping[str, Any]) -> Chunk:
             return ReasoningDelta(data["index"], data["text"])
         if kind == "tool-call-delta":
             # a record may leave out an id that was not known yet (the session log stores no empty ids)
-            return ToolCallDelta(data["index"], data.get("id", ""), data.get("name"), data["arguments_delta"])
+            return ToolCallDelta(data["index"], data.get("id", ""), data.get("name"), data["arguments_delta"],
+                                 kind=data.get("kind", ToolCallKind.FUNCTION))
         if kind == "block-end":
             return BlockEnd(data["index"], block_from_dict(data["block"]))
         if kind == "usage":

@@ -13,7 +13,8 @@ Rule (docs/decisions/0004-close-on-done.md):
   the source (the HTTP transport) does the same with its failure (``ABORTED`` as an aborted finish); any other
   exception from upstream with ``UNKNOWN``. Upstream ending without ``Done`` gives ``STREAM_CLOSED``.
 - A ``ReasoningSeal`` is put on its block's ``ReasoningBlock`` (signature, encrypted reasoning, item id:
-  docs/decisions/0028-reasoning-round-trip.md); it is not emitted.
+  docs/decisions/0028-reasoning-round-trip.md); it is not emitted. A parser's ``ToolCallSignature`` (Gemini) is put on
+  the ``ToolCallBlock`` of the call at its wire index (decision 0071), likewise.
 - All text and reasoning of the response (encrypted reasoning and signatures too), in UTF-8 bytes, is bounded by
   ``limits.max_text_bytes``: the delta that
   crosses it is not emitted, the texts are dropped, and the usage seen then ``LIMIT_EXCEEDED`` end the response with
@@ -52,6 +53,7 @@ from ._signals import (
     Rule,
     Signal,
     StreamFailure,
+    ToolCallSignature,
     ToolCallState,
     UsageSeen,
 )
@@ -72,7 +74,8 @@ def describe_missing_identity(calls: list[ToolCallState]) -> str:
         where = f"wire index {call.wire_index}" if call.wire_index is not None else "no wire index"
         missing = " and no ".join(call.missing)
         refused = f" ({call.refused.describe()})" if call.refused is not None and call.id is None else ""
-        parts.append(f"tool call at {where} (block {call.index}) has no {missing}{refused}")
+        kind = "" if call.kind == "function" else f"{call.kind} "  # a tool call of another kind names it (0072)
+        parts.append(f"{kind}tool call at {where} (block {call.index}) has no {missing}{refused}")
     return "; ".join(parts) + ": refused rather than assembled without its identity"
 
 
@@ -86,6 +89,7 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.max_text_bytes = limits.max_text_bytes
         self.calls: dict[int, ToolCallState] = {}
         self.seals: dict[int, ReasoningSeal] = {}
+        self.call_signatures: dict[int, str] = {}  # wire index -> a tool call's signature (ToolCallSignature)
         self.usage: Usage | None = None
         self.reason: str | None = None
         self.text_bytes = 0  # UTF-8 bytes of all text and reasoning so far (max_text_bytes)
@@ -94,7 +98,10 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         """A text or reasoning delta of block ``index``: its UTF-8 bytes join the block's text and count against
         ``max_text_bytes``. Returns the bytes added, or -1, nothing changed, when they would cross the limit or the
         block is not open. The rule path and the fast path add through it (docs/decisions/0050-fast-path.md)."""
-        encoded = text.encode("utf-8", "surrogatepass")
+        try:
+            encoded = text.encode()  # (half the cost of naming the error handler: this runs once per delta)
+        except UnicodeEncodeError:  # a lone surrogate a gateway sent
+            encoded = text.encode("utf-8", "surrogatepass")
         size = self.text_bytes + len(encoded)
         buffer = self.buffer(index)
         if size > self.max_text_bytes or buffer is None:
@@ -126,6 +133,12 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
                 if self.text_bytes > self.limits.max_text_bytes:
                     self._text_exceeded(self.text_bytes, out)
                     break
+            elif kind is ToolCallSignature:
+                self.call_signatures[item.wire_index] = item.signature
+                self.text_bytes += len(item.signature.encode("utf-8", "surrogatepass"))
+                if self.text_bytes > self.limits.max_text_bytes:
+                    self._text_exceeded(self.text_bytes, out)
+                    break
             elif kind is UsageSeen:
                 self.usage = item.usage
             elif kind is FinishSeen:
@@ -149,6 +162,7 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
         self.blocks.clear()
         self.calls.clear()
         self.seals.clear()
+        self.call_signatures.clear()
         failure = limit_exceeded("max_text_bytes", size, self.limits.max_text_bytes,
                                  "the text and reasoning of one response")
         self._fail(out, FinishReason("error", failure))
@@ -164,7 +178,9 @@ class _CloseOnDone(BaseStage[Batch[Signal], Signal]):
             if start.block_type == "tool-call":
                 call = self.calls[index]
                 # ToolCallBlock validates the identity again: an empty id or name can never be assembled.
-                out.append(BlockEnd(index, ToolCallBlock(call.id or "", call.name or "", call.arguments)))
+                signature = self.call_signatures.get(call.wire_index) if call.wire_index is not None else None
+                out.append(BlockEnd(index, ToolCallBlock(call.id or "", call.name or "", call.arguments,
+                                                         signature=signature, kind=call.kind)))
             elif start.block_type == "text":
                 out.append(BlockEnd(index, TextBlock(self.texts.pop(index))))
             else:

@@ -4,7 +4,8 @@ Rule (docs/decisions/0002-coalesce-identity.md):
 - A tool call's ``id`` and ``function.name`` are identity, not accumulation. Only a non-empty string is accepted;
   absent, ``null``, ``""`` and non-strings leave the established value (reported as ``empty-identity`` /
   ``non-string-identity``). Identity is never concatenated. A different non-empty name for an established call keeps
-  the first (``conflicting-identity``): a call keeps the identity its first delta established.
+  the first (``conflicting-identity``): a call keeps the identity its first delta established, and its kind (decision
+  0072: ``function`` unless a parser's ``WireKindedToolCall`` names another).
 - Calls are correlated by wire ``index``, except that a non-empty id different from the one established at that index
   starts a new call (Ollama sends every parallel call with index 0, ``reused-index``). A new wire index is always a
   new call: an id another call already owns is refused there (``duplicate-id``; the call stays unidentified and the
@@ -33,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta
-from ._delta_parts import content_parts, details_text
+from ._chunks import Anomaly, BlockStart, ReasoningDelta, TextDelta, ToolCallKind
+from ._delta_parts import content_parts, other_reasoning
 from ._signals import (
     FinishSeen,
     IdRefusal,
@@ -55,11 +56,12 @@ __all__ = ["coalesce_identity"]
 
 
 class _Call:
-    __slots__ = ("id", "index", "name", "reported", "wire_index")
+    __slots__ = ("id", "index", "kind", "name", "reported", "wire_index")
 
-    def __init__(self, index: int, wire_index: int | None) -> None:
+    def __init__(self, index: int, wire_index: int | None, kind: str) -> None:
         self.index = index
         self.wire_index = wire_index
+        self.kind = kind
         self.id: str | None = None
         self.name: str | None = None
         self.reported: set[str] = set()
@@ -145,16 +147,8 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
     def _delta(self, delta: WireDelta, out: list[Signal]) -> None:
         content = delta.content
         text = content if type(content) is str else None
-        reasoning: str | None = None
         rc = delta.reasoning_content
-        if isinstance(rc, str):
-            reasoning = rc
-        else:
-            alias = delta.reasoning
-            if isinstance(alias, str):
-                reasoning = alias
-            elif rc is UNSET and alias is UNSET and delta.reasoning_details:
-                reasoning = details_text(delta.reasoning_details)
+        reasoning = rc if isinstance(rc, str) else other_reasoning(delta)
         if type(content) is list:
             text, thinking = content_parts(content)
             reasoning = (reasoning or "") + thinking
@@ -185,10 +179,12 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         arguments = function.arguments if function is not None else UNSET
         settled = self.settled_call(wire.index, wire_id, wire_name)
         if settled is not None:  # the call's identity changes nothing: only its fragment
-            out.append(ToolFragment(settled.index, settled.wire_index, settled.id, settled.name, arguments))
+            out.append(ToolFragment(settled.index, settled.wire_index, settled.id, settled.name, arguments, None,
+                                    settled.kind))
             return
         new_id = wire_id if type(wire_id) is str and wire_id else None
-        call = self._correlate(wire.index, new_id, out)
+        kind = ToolCallKind.FUNCTION if type(wire) is WireToolCall else getattr(wire, "kind", ToolCallKind.FUNCTION)
+        call = self._correlate(wire.index, new_id, kind, out)
         refused: IdRefusal | None = None
 
         if new_id is not None:
@@ -214,7 +210,7 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         else:
             self._ignore_identity(call, "name", wire_name, out)
 
-        out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments, refused))
+        out.append(ToolFragment(call.index, call.wire_index, call.id, call.name, arguments, refused, call.kind))
 
     def settled_call(self, wire_index: Any, wire_id: Any, name: Any) -> _Call | None:
         """The call open at ``wire_index`` when a tool-call delta's identity values change nothing and report nothing
@@ -231,17 +227,17 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
         self.last_call = call
         return call
 
-    def _correlate(self, wire_index: int | None, new_id: str | None, out: list[Signal]) -> _Call:
+    def _correlate(self, wire_index: int | None, new_id: str | None, kind: str, out: list[Signal]) -> _Call:
         if wire_index is not None:
             call = self.by_wire_index.get(wire_index)
             if call is None:  # a new wire index is a new call, even with an id another call owns (then refused)
-                call = self.by_wire_index[wire_index] = self._new_call(wire_index, out)
+                call = self.by_wire_index[wire_index] = self._new_call(wire_index, kind, out)
             elif new_id is not None and call.id is not None and call.id != new_id:
                 known = self.by_id.get(new_id)
                 if known is not None:
                     call = known
                 else:
-                    call = self._new_call(wire_index, out)
+                    call = self._new_call(wire_index, kind, out)
                     out.append(Anomaly("reused-index", call.index,
                                        f"wire index {wire_index} reused by a new id {new_id!r}: a new call"))
                 self.by_wire_index[wire_index] = call
@@ -252,12 +248,12 @@ class _CoalesceIdentity(BaseStage[Batch[Signal], Signal]):
             if call is None:
                 last = self.last_call
                 joins_last = last is not None and (new_id is None or last.id is None)
-                call = last if last is not None and joins_last else self._new_call(None, out)
+                call = last if last is not None and joins_last else self._new_call(None, kind, out)
         self.last_call = call
         return call
 
-    def _new_call(self, wire_index: int | None, out: list[Signal]) -> _Call:
-        return _Call(self._open("tool-call", out), wire_index)
+    def _new_call(self, wire_index: int | None, kind: str, out: list[Signal]) -> _Call:
+        return _Call(self._open("tool-call", out), wire_index, kind)
 
     def _ignore_identity(self, call: _Call, field: str, value: Any, out: list[Signal]) -> None:
         if value is UNSET:

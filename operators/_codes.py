@@ -6,7 +6,8 @@ is generated from ``CODES`` and a test fails when the two drift apart.
     Finish codes
     ├── retryable by default (RetryPolicy.retryable_codes)
     │   ├── EMPTY_RESPONSE ........ a stop with no block opened; a 2xx with no body
-    │   ├── MALFORMED_TOOL_CALL ... a tool call still lacking an id or a name at [DONE]
+    │   ├── MALFORMED_TOOL_CALL ... a tool call still lacking an id or a name at [DONE]; a Responses built-in
+    │   │                           call whose item never finished (its action unknown)
     │   ├── RATE_LIMIT ............ HTTP 429 (or an in-band rate_limit_error)
     │   ├── SERVER ................ HTTP >= 500; an in-band error without a status
     │   ├── TIMEOUT ............... no byte for the idle timeout (any wait); the attempt's total deadline
@@ -26,7 +27,7 @@ is generated from ``CODES`` and a test fails when the two drift apart.
         ├── REFUSAL ............... the model answered with delta.refusal instead of content
         ├── PAUSE_TURN ............ a Messages stop_reason "pause_turn": the provider paused a long server-tool turn
         ├── UNSUPPORTED_OUTPUT .... a response asking the client to act on an item the protocol cannot carry
-        │                           (custom_tool_call, a client-executed tool_search_call...)
+        │                           (a client-executed tool_search_call, an unknown item type...)
         ├── <UPPER_CASE> .......... any other finish_reason, upper-cased
         ├── ABORTED ............... the caller cancelled (an "aborted" finish, never retried)
         └── UNKNOWN ............... an unexpected exception inside the pipeline
@@ -81,16 +82,28 @@ _ROWS = (
         True,
         "a stop finish with no block opened (reasoning counts as content); a 2xx response with no body",
     ),
-    CodeInfo(Code.MALFORMED_TOOL_CALL, True, "a tool call still lacking an id or a name at [DONE] (close_on_done)"),
-    CodeInfo(Code.RATE_LIMIT, True, "HTTP 429; an in-band error of type rate_limit_error"),
+    CodeInfo(Code.MALFORMED_TOOL_CALL,
+        True,
+        "a tool call still lacking an id or a name at [DONE] (close_on_done); a Responses apply_patch, shell, "
+        "local_shell or computer call whose item never finished before the terminal event (its action unknown)",
+    ),
     CodeInfo(
-        Code.SERVER, True, "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error"
+        Code.RATE_LIMIT,
+        True,
+        "HTTP 429; an in-band error of type rate_limit_error; Google's RESOURCE_EXHAUSTED (its RetryInfo the wait)",
+    ),
+    CodeInfo(
+        Code.SERVER,
+        True,
+        "HTTP >= 500; an in-band error with no status, or of type api_error / overloaded_error; Google's "
+        "UNAVAILABLE / INTERNAL",
     ),
     CodeInfo(
         Code.TIMEOUT,
         True,
         "no byte and no comment for the idle timeout (default 300 s) while connecting, waiting for the status line "
-        "and headers, or reading any body; or the attempt's total_timeout (default 600 s) passed",
+        "and headers, or reading any body; or the attempt's total_timeout (default 600 s) passed; Google's "
+        "DEADLINE_EXCEEDED",
     ),
     CodeInfo(Code.TRANSPORT, True, "the connection could not be made or broke mid-stream"),
     CodeInfo(
@@ -100,10 +113,23 @@ _ROWS = (
         "(at the end of the bytes or at a data: [DONE]) before its own end event and before any stop reason; a "
         "Messages message_start with another id inside the open message (the first message was cut)",
     ),
-    CodeInfo(Code.AUTH, False, "HTTP 401 / 403; an in-band authentication_error or permission_error"),
-    CodeInfo(Code.QUOTA, False, "quota, balance or credit wording in the error; HTTP 402 in-band"),
     CodeInfo(
-        Code.INVALID_REQUEST, False, "HTTP 400 (no context-overflow wording) or 413; in-band invalid_request_error"
+        Code.AUTH,
+        False,
+        "HTTP 401 / 403; an in-band authentication_error or permission_error; Google's UNAUTHENTICATED / "
+        "PERMISSION_DENIED, or API_KEY_INVALID",
+    ),
+    CodeInfo(
+        Code.QUOTA,
+        False,
+        "quota, balance or credit wording in the error; HTTP 402 in-band; a Google RESOURCE_EXHAUSTED whose quota is "
+        "per day, 0 or spent credit",
+    ),
+    CodeInfo(
+        Code.INVALID_REQUEST,
+        False,
+        "HTTP 400 (no context-overflow wording) or 413; in-band invalid_request_error; Google's INVALID_ARGUMENT, "
+        "FAILED_PRECONDITION, OUT_OF_RANGE, NOT_FOUND",
     ),
     CodeInfo(Code.CONTEXT_WINDOW_EXCEEDED, False, "HTTP 400 or an in-band error with context-overflow wording"),
     CodeInfo("HTTP_<status>", False, "any other non-2xx HTTP status, for example HTTP_404"),
@@ -129,9 +155,10 @@ _ROWS = (
     CodeInfo(
         Code.UNSUPPORTED_OUTPUT,
         False,
-        "a Responses output item the client must act on that is not a function call (custom_tool_call, "
-        "local_shell_call, computer_call, mcp_approval_request, a tool_search_call with execution client...), "
-        "named in the message: the same request would get it again",
+        "a Responses output item the client must act on that the protocol does not carry as a tool call (a "
+        "tool_search_call with execution client, an item type it does not know...; custom, apply_patch, shell, "
+        "local_shell, computer and mcp_approval calls are carried, decision 0072), named in the message: the same "
+        "request would get it again",
     ),
     CodeInfo("<FINISH_REASON>", False, 'any other finish_reason, upper-cased: "mystery_reason" gives MYSTERY_REASON'),
     CodeInfo(Code.ABORTED, False, "the caller cancelled the request; carried by an aborted finish, never retried"),

@@ -1,11 +1,25 @@
 """The chat delta's content in the shapes other than a string, read by ``coalesce_identity``: a list of typed parts
-(Mistral's text and thinking parts) and ``reasoning_details`` entries (OpenRouter)."""
+(Mistral's text and thinking parts), the reasoning aliases (vLLM's ``reasoning``, OpenRouter's ``reasoning_details``
+entries)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["content_parts", "details_text"]
+from ._wire import UNSET, WireDelta
+
+__all__ = ["content_parts", "details_text", "other_reasoning"]
+
+
+def other_reasoning(delta: WireDelta) -> str | None:
+    """The reasoning of a delta whose ``reasoning_content`` is absent or null: the vLLM alias ``reasoning``, else (only
+    when neither field is present) the text of OpenRouter's ``reasoning_details``; None when there is none."""
+    alias = delta.reasoning
+    if isinstance(alias, str):
+        return alias
+    if delta.reasoning_content is UNSET and alias is UNSET and delta.reasoning_details:
+        return details_text(delta.reasoning_details)
+    return None
 
 
 def details_text(details: list[Any]) -> str:

@@ -9,6 +9,8 @@ base callers already catch (a ``ConfigError`` is still a ``ValueError``)::
     ├── CliError ........................... pipeline.cli: a usage or input error, exit status 2
     ├── ToolDefinitionError (TypeError, ValueError)  pipeline.agent: a tool, signature or tools module the registry
     │                                        cannot use
+    ├── ToolKindError (ValueError) ......... pipeline.formats: a tool call (or tool) of a kind the request's API has
+    │                                        no form for (decision 0072)
     ├── StreamFailure ...................... operators.extend: a signal a source sends through on_error (never raised
     │                                        to the caller: it becomes an error finish)
     ├── (private) ........................... pipeline.agent's hint and conversion errors, pipeline.emulator's

@@ -1,18 +1,20 @@
 """``parse_stream``: the parse operator of a wire format, named or detected from the first event.
 
-Three formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume; each is one
+Four formats share the SSE framing (``_sse_framing.py``) and the signals the rules consume; each is one
 ``WireParser`` record of ``PARSER_RECORDS`` (its name, detection, parser and fast path), defined in the format's
 package (``operators/messages/``, ``operators/responses/``; chat's parser is ``_parse_sse.py``):
 
     "chat"       OpenAI-compatible chat completions (``parse_sse``)
     "messages"   the Anthropic-style Messages API stream (``parse_messages_sse``)
     "responses"  the OpenAI Responses API stream (``parse_responses_sse``)
+    "gemini"     Google's Gemini ``streamGenerateContent?alt=sse`` (``parse_gemini_sse``)
 
 With no format given, the bytes are held until the first event that says which it is (docs/decisions/
 0026-format-detection.md): an ``event:`` name (``message_start``, ``content_block_*`` ... for Messages,
-``response.*`` for Responses), else the first ``data:`` payload's ``type``; a payload without one (``choices``,
-``[DONE]``, ``{"error": ...}``) is chat. Undecided when the bytes end (or past ``max_event_bytes`` of them): chat. The
-chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
+``response.*`` for Responses), else the first ``data:`` payload's ``type``; a payload without one is the format whose
+record claims it (Gemini's: ``candidates``, ``promptFeedback`` or ``usageMetadata``, no ``choices``), else chat
+(``choices``, ``[DONE]``, ``{"error": ...}``). Undecided when the bytes end (or past ``max_event_bytes`` of them):
+chat. The chosen parser then reads the held bytes and the rest, so detection never changes what a format's parser emits.
 Detection is linear: each read's complete lines are looked at once (a long head of comment lines is not scanned
 again on every read).
 
@@ -35,17 +37,19 @@ from ._parse_sse import _ParseSse, chat_stage
 from ._signals import Signal
 from ._stage import BaseStage, Batch, Operator, stage_operator
 from ._wire_parser import ParserStage, WireParser, never
+from .gemini import GEMINI_PARSER
 from .messages import MESSAGES_PARSER
 from .responses import RESPONSES_PARSER
 
 __all__ = ["FORMATS", "HOT_READS", "PARSERS", "PARSER_RECORDS", "Format", "detect_format", "parse_stream"]
 
-Format: TypeAlias = Literal["chat", "messages", "responses"]
+Format: TypeAlias = Literal["chat", "messages", "responses", "gemini"]
 
 PARSER_RECORDS: tuple[WireParser, ...] = (
     WireParser("chat", _ParseSse, never, never, hot_read=chat_read),  # the default: a payload without a type is chat
     MESSAGES_PARSER,  # operators/messages/
     RESPONSES_PARSER,  # operators/responses/
+    GEMINI_PARSER,  # operators/gemini/
 )
 """One record per wire format, the default (chat) first: the registry ``FORMATS``, ``PARSERS``, ``HOT_READS`` and
 detection read. A format's record lives in its package (``operators/<format>/_parse.py``)."""
@@ -83,6 +87,8 @@ def _of_payload(value: bytes) -> Format | None:
     kind = (payload.type or "").encode()
     if kind == b"error":
         return next((cast(Format, r.name) for r in PARSER_RECORDS if r.owns_error(payload.error)), "chat")
+    if not kind:  # no type: a format whose payloads have none may claim it, else it is chat's
+        return next((cast(Format, r.name) for r in PARSER_RECORDS if r.owns_payload(value)), "chat")
     return _owner(kind) or "chat"
 
 
@@ -170,9 +176,9 @@ class _Detect(BaseStage[bytes, Signal]):
 def parse_stream(
     format: Format | None = None, limits: Limits | None = None, *, comments: bool = False
 ) -> Operator[bytes, Batch[Signal]]:
-    r"""Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``), or for the format the first
-    event names when ``format`` is None. ``comments=True`` reports each comment line as a ``comment`` anomaly.
-    ``ValueError`` for a format this build does not read.
+    r"""Bytes to wire values for ``format`` (``"chat"``, ``"messages"``, ``"responses"``, ``"gemini"``), or for the
+    format the first event names when ``format`` is None. ``comments=True`` reports each comment line as a
+    ``comment`` anomaly. ``ValueError`` for a format this build does not read.
 
     Marble (``m`` a Messages event, ``c`` what ``parse_messages_sse`` makes of it)::
 

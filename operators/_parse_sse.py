@@ -42,7 +42,7 @@ import msgspec
 from ._chunk_values import Failure
 from ._chunks import Anomaly
 from ._codes import Code
-from ._format_mismatch import foreign_format, format_mismatch, payload_kind
+from ._format_mismatch import foreign_format, format_mismatch, gemini_shaped, payload_kind
 from ._limits import DEFAULT_LIMITS, Limits
 from ._provider_errors import classify_inband_error
 from ._signals import Done, Halt, Signal
@@ -99,7 +99,8 @@ class _ParseSse(SseFraming):
 
     def _foreign(self, payload: bytes, out: list[Signal]) -> bool:
         """A chunk without ``choices`` whose ``type`` names another format's event: the stream is not chat."""
-        seen = foreign_format(payload_kind(payload), False)
+        kind = payload_kind(payload)
+        seen = foreign_format(kind, False, gemini=kind is None and gemini_shaped(payload))
         if seen is None:
             return False
         out.append(Halt(format_mismatch(seen, "chat", payload)))

@@ -28,6 +28,11 @@ rule wins.
        ``code`` the OpenAI APIs use instead: rate_limit_exceeded (3), invalid_request_error / invalid_prompt (5),
        server_error (6): the Responses API's ``response.error`` and flat error event carry only a code.
 
+A Google body or event (``{"error": {"code", "message", "status", "details"}}``, also as ``[{"error": ...}]``,
+its ``status`` a canonical ``google.rpc`` code name) is read by its ``status`` first (``_google_errors.py``, decision
+0071): after rule 1 of a response, after rule 0 in-band; its ``RetryInfo`` delay is the wait. A status those rules
+do not name falls through to the rules above.
+
 So a 429 whose body says ``insufficient_quota`` is ``QUOTA`` (topping the balance up fixes it, waiting
 does not), a plain 429 is ``RATE_LIMIT``, and a 401 stays ``AUTH`` whatever its body says.
 
@@ -53,6 +58,8 @@ from collections.abc import Mapping
 
 from ._chunk_values import Failure
 from ._codes import Code, http_status_code
+from ._error_wording import CONTEXT_OVERFLOW_WORDING, QUOTA_WORDING
+from ._google_errors import google_code, google_error, google_retry_delay_ms, is_google
 from ._provider_headers import header, parse_should_retry, request_id_from, retry_after_from
 
 __all__ = [
@@ -72,42 +79,6 @@ RAW_TEXT_SCAN_CHARS = 2000
 
 _REDACTED = "[redacted]"
 _FALLBACK_INBAND_MESSAGE = "provider reported an error"
-
-QUOTA_WORDING: re.Pattern[str] = re.compile(
-    r"""
-      \binsufficient [\s_-]+ (?:quota|balance|credits?) \b          # insufficient_quota, Insufficient Balance
-    | \b(?:quota|usage [\s_-]+ limit) [\s_-]+ (?:exceeded|exhausted|reached) \b
-                                                                    # quota exceeded, usage limit reached
-    | \bexceed(?:ed|s)? [\s_-]+ (?:(?:your|the) [\s_-]+)? (?:current [\s_-]+)? quota \b
-                                                                    # You exceeded your current quota
-    | \b(?:balance|credits?) [\s_-]+ (?:exhausted|depleted) \b      # balance exhausted
-    | \bout [\s_-]+ of [\s_-]+ (?:credits?|budget) \b               # out of credits
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-"""Wording that names a spent quota, balance or credit (a terminal state), never a transient rate limit."""
-
-CONTEXT_OVERFLOW_WORDING: re.Pattern[str] = re.compile(
-    r"""
-    # context_length_exceeded, context window overflow
-      (?<![a-z0-9]) context [\s_-]+ (?:length|window) [\s_-]+
-          (?:exceed(?:ed|s)?|overflow(?:ed)?|limit [\s_-]+ exceeded) (?![a-z0-9])
-    # This model's maximum context length is 8192 tokens
-    | \b(?:maximum|max) (?:\s+(?:allowed|supported))? \s+ context \s+ (?:length|window) \b
-    # messages are too large for the model's context window
-    | \b(?:request|prompt|input|messages?) \s+ (?:is\s+|are\s+)? too \s+ (?:large|long) \s+ for \s+
-          (?:(?:this|the)\s+)? (?:model(?:['’]s)?\s+)? context (?:\s+window)? \b
-    # prompt is too long for this model
-    | \b(?:input|prompt|request) \s+ (?:is\s+)? too \s+ (?:long|large) \s+ for \s+ (?:this|the) \s+ model \b
-    # input exceeds the context window (within 40 characters each way)
-    | \b(?:input|prompt|request|messages?) \b .{0,40}
-          \b(?:exceed(?:s|ed)?|overflows?|is \s+ larger \s+ than) \b .{0,40}
-          \b(?:the\s+)? (?:model(?:['’]s)?\s+)? context (?:\s+(?:length|window))? \b
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-"""Wording that names the request outgrowing the model's context window (not any other size limit)."""
-
 
 # -- messages ------------------------------------------------------------------------------------------------
 
@@ -133,14 +104,18 @@ def _detail(*fields: object) -> str:
 # -- non-2xx responses ---------------------------------------------------------------------------------------
 
 
-def _read_error_body(text: str) -> tuple[str | None, str] | None:
-    """``(message, detail)`` from a JSON error body, or None when the body is not JSON at all."""
+def _read_error_body(text: str) -> tuple[str | None, str, Mapping[str, object] | None] | None:
+    """``(message, detail, google)`` from a JSON error body (``google``: its ``google.rpc.Status``, if it is one),
+    or None when the body is not JSON at all."""
     try:
         parsed: object = json.loads(text.lstrip("\ufeff"))
     except (ValueError, RecursionError):  # JSONDecodeError, an over-long integer literal, absurd nesting
         return None
+    google = google_error(parsed)  # also [{"error": {...}}], as the Gemini API sends some errors
+    if google is not None:
+        parsed = {"error": google}
     if not isinstance(parsed, dict):
-        return None, ""
+        return None, "", None
     error = parsed.get("error")
     code: object = None
     kind: object = None
@@ -151,7 +126,15 @@ def _read_error_body(text: str) -> tuple[str | None, str] | None:
         message = _non_empty(error)
     if message is None:
         message = _non_empty(parsed.get("message")) or _non_empty(parsed.get("detail"))
-    return message, _detail(code, kind, message)
+    return message, _detail(code, kind, message), google
+
+
+def _longer_wait(header_ms: int | None, google: Mapping[str, object] | None) -> int | None:
+    """The wait: the headers' (``retry-after-ms``, ``Retry-After``) or a ``google.rpc.RetryInfo``'s, the longer when
+    both are given: each is the server's own lower bound, and a wait is never cut short (decision 0054)."""
+    detail_ms = google_retry_delay_ms(google) if google is not None else None
+    waits = [wait for wait in (header_ms, detail_ms) if wait is not None]
+    return max(waits) if waits else None
 
 
 def classify_http_error(
@@ -170,13 +153,18 @@ def classify_http_error(
     """
     text = body if isinstance(body, str) else bytes(body).decode("utf-8", errors="replace")
     read = _read_error_body(text)
+    google: Mapping[str, object] | None = None
     if read is None:
         message, detail = None, (text if len(text) <= RAW_TEXT_SCAN_CHARS else "")
     else:
-        message, detail = read
+        message, detail, google = read
 
+    overflow = CONTEXT_OVERFLOW_WORDING.search(detail) is not None
+    by_google = google_code(google, status, overflow=overflow) if google is not None else None
     if status in (401, 403):
         code: str = Code.AUTH
+    elif by_google is not None:
+        code = by_google
     elif status == 413:
         code = Code.INVALID_REQUEST
     elif QUOTA_WORDING.search(detail):
@@ -184,7 +172,7 @@ def classify_http_error(
     elif status == 429:
         code = Code.RATE_LIMIT
     elif status == 400:
-        code = Code.CONTEXT_WINDOW_EXCEEDED if CONTEXT_OVERFLOW_WORDING.search(detail) else Code.INVALID_REQUEST
+        code = Code.CONTEXT_WINDOW_EXCEEDED if overflow else Code.INVALID_REQUEST
     elif status >= 500:
         code = Code.SERVER
     else:
@@ -195,7 +183,7 @@ def classify_http_error(
         code=code,
         message=_redacted(message or f"API error (HTTP {status})", api_key),
         status=status,
-        retry_after_ms=retry_after_from(facts),
+        retry_after_ms=_longer_wait(retry_after_from(facts), google),
         request_id=request_id_from(facts),
         should_retry=parse_should_retry(header(facts, "x-should-retry")),
     )
@@ -256,6 +244,10 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
     kind: str | None = None
     message: str | None = None
     detail = ""
+    unwrapped = google_error(error)  # [{"error": {...}}] or {"error": {...}} handed whole
+    if unwrapped is not None:
+        error = unwrapped
+    google = error if isinstance(error, Mapping) and is_google(error) else None
     if isinstance(error, Mapping):
         if status is None:
             status = _status_in(error)
@@ -271,15 +263,19 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
         detail = error
 
     own = error.get("code") if isinstance(error, Mapping) and kind == OWN_ERROR_TYPE else None
+    overflow = CONTEXT_OVERFLOW_WORDING.search(detail) is not None
+    by_google = google_code(google, status, overflow=overflow) if google is not None else None
     if isinstance(own, str) and (own in _FIXED_CODES or _HTTP_FAMILY.fullmatch(own)):
         code: str = own
+    elif by_google is not None:
+        code = by_google
     elif status in (401, 403) or kind in _AUTH_TYPES:
         code = Code.AUTH
     elif status == 402 or QUOTA_WORDING.search(detail):
         code = Code.QUOTA
     elif status == 429 or kind == "rate_limit_error":
         code = Code.RATE_LIMIT
-    elif CONTEXT_OVERFLOW_WORDING.search(detail):
+    elif overflow:
         code = Code.CONTEXT_WINDOW_EXCEEDED
     elif status in (400, 413) or kind == "invalid_request_error":
         code = Code.INVALID_REQUEST
@@ -288,4 +284,9 @@ def classify_inband_error(error: object, *, status: int | None = None) -> Failur
     else:
         code = http_status_code(status)
 
-    return Failure(code=code, message=_redacted(message or _render(error)), status=status)
+    return Failure(
+        code=code,
+        message=_redacted(message or _render(error)),
+        status=status,
+        retry_after_ms=google_retry_delay_ms(google) if google is not None else None,
+    )

@@ -3,7 +3,8 @@
 The public output is the chunk protocol (``_chunks.py``). Between stages a few more values travel beside the chunks;
 none of them reaches the caller (the facade keeps only chunks):
 
-    parse_sse            -> WireChunk, Done, Halt, Anomaly   (the Messages and Responses parsers also ReasoningEnd)
+    parse_sse            -> WireChunk, Done, Halt, Anomaly   (Messages, Responses and Gemini also ReasoningEnd;
+                            Gemini also ToolCallSignature, passed on to close_on_done)
     coalesce_identity    -> BlockStart, TextDelta, ReasoningDelta, ToolFragment, FinishSeen, UsageSeen, RefusalSeen,
                             ReasoningSeal
     accumulate_arguments -> ToolCallDelta (for each ToolFragment), ToolCallState (each call, just before Done)
@@ -37,6 +38,7 @@ __all__ = [
     "Rule",
     "Signal",
     "StreamFailure",
+    "ToolCallSignature",
     "ToolCallState",
     "ToolFragment",
     "UsageSeen",
@@ -83,6 +85,8 @@ class ToolFragment:
     arguments: Any  # the raw wire value: str, None, or UNSET
     refused: IdRefusal | None = None
     """Set on the fragment whose wire id was refused as another call's (the call's ``id`` stays as it was)."""
+    kind: str = "function"
+    """The call's ``ToolCallKind``, fixed by its first fragment (docs/decisions/0072-client-run-tool-calls.md)."""
 
 
 @attrs.frozen
@@ -96,6 +100,8 @@ class ToolCallState:
     arguments: str
     refused: IdRefusal | None = None
     """The last wire id refused for this call because another call owns it, if any."""
+    kind: str = "function"
+    """The call's ``ToolCallKind`` (docs/decisions/0072-client-run-tool-calls.md)."""
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -147,6 +153,16 @@ class ReasoningSeal:
 
 
 @attrs.frozen
+class ToolCallSignature:
+    """A parser's: the tool call at wire index ``wire_index`` carries ``signature`` (a non-empty string: Gemini's
+    ``thoughtSignature`` on a ``functionCall`` part, decision 0071), which the provider needs back; ``close_on_done``
+    puts it on the call's ``ToolCallBlock``. The other rules pass it on."""
+
+    wire_index: int
+    signature: str
+
+
+@attrs.frozen
 class PendingFinish:
     """The response completed; ``classify_finish`` turns the wire reason into a FinishReason."""
 
@@ -179,6 +195,7 @@ Signal: TypeAlias = (
     | PendingFinish
     | ReasoningEnd
     | ReasoningSeal
+    | ToolCallSignature
 )
 """Anything that travels between two rule operators: the public chunks and the internal signals above."""
 

@@ -101,7 +101,7 @@ def _subscribing(upstream: SingleAssignmentDisposable) -> Iterator[None]:
         _SUBSCRIBING.stack.pop()
 
 
-def subscribing_stages() -> tuple[abc.DisposableBase, ...]:
+def subscribing_stages() -> tuple[SingleAssignmentDisposable, ...]:
     """For a synchronous source: the upstream disposables of every stage subscribing right now, innermost last.
 
     ``bytes_source`` stops reading when any of them is disposed, so a rule that finishes early (``close_on_done`` at

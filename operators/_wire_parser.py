@@ -40,6 +40,9 @@ class WireParser:
     """True for an ``event:`` name or a payload ``type`` only this format sends."""
     owns_error: Callable[[object], bool]
     """True when a payload of ``type: "error"`` with this ``error`` member is this format's error event."""
+    owns_payload: Callable[[bytes], bool] = never
+    """True for a first ``data:`` payload without a ``type`` that only this format sends (a format whose payloads
+    carry no ``type``); a payload no record claims is chat's."""
     hot_read: HotRead | None = None
     """The fast path of ``default_chain`` for this parser (docs/decisions/0050-fast-path.md); None: the general path
     reads every event."""

@@ -10,7 +10,8 @@ operator *among* the rules, where the Observable carries ``Batch[Signal]`` (deci
   contained, the items appended before a failure still emitted);
 - ``default_rules(limits)`` are the default rules (``pipeline.protocol_rules``); ``default_chain(format, limits)`` is
   the format's parser and those rules as one operator, with a fast path (docs/decisions/0050-fast-path.md): what
-  ``pipeline.translate`` runs when no ``rules=`` is given;
+  ``pipeline.translate`` runs when no ``rules=`` is given (its ``FusedChain`` gives ``pipeline.to_chunks`` the chunks
+  straight from its reads, ``ChunkEnds`` being ``to_chunks``' ends);
 - the signals (``Done``, ``Halt``, ``ToolFragment``, ...) are what travels between the rules besides the chunks
   (``Signal`` is their union; ``Rule`` the type of a rule operator). Pass on what you do not understand.
 
@@ -30,7 +31,7 @@ from ._chain import default_rules
 from ._chunks import CHUNK_TYPES
 from ._faces import publish
 from ._format_mismatch import foreign_format, format_mismatch
-from ._fused import default_chain
+from ._fused import ChunkEnds, FusedChain, default_chain
 from ._items import filter_items, map_items
 from ._limits import limit_exceeded
 from ._provider_errors import OWN_ERROR_TYPE, classify_http_error, classify_inband_error
@@ -46,6 +47,7 @@ from ._signals import (
     Rule,
     Signal,
     StreamFailure,
+    ToolCallSignature,
     ToolCallState,
     ToolFragment,
     UsageSeen,
@@ -58,8 +60,10 @@ __all__ = [
     "BaseStage",
     "Batch",
     "BlockTexts",
+    "ChunkEnds",
     "Done",
     "FinishSeen",
+    "FusedChain",
     "Halt",
     "Operator",
     "PendingFinish",
@@ -70,6 +74,7 @@ __all__ = [
     "Signal",
     "Stage",
     "StreamFailure",
+    "ToolCallSignature",
     "ToolCallState",
     "ToolFragment",
     "UsageSeen",

@@ -21,6 +21,8 @@ from . import _logging
 from . import proxy as _proxy
 from . import sanitize as _sanitize
 from .agent import (
+    CustomTool,
+    Grammar,
     Tool,
     ToolDefinitionError,
     ToolRegistry,
@@ -46,6 +48,7 @@ from .compose import (
     translate,
     translate_batches,
 )
+from .formats import ToolKindError
 from .sanitize import SanitizingTransport
 from .session import (
     RepairReport,
@@ -76,6 +79,8 @@ __all__ = [
     "ChatClient",
     "ClientConfig",
     "ConfigError",
+    "CustomTool",
+    "Grammar",
     "InsecureBaseUrlWarning",
     "Limits",
     "LlmStreamError",
@@ -93,6 +98,7 @@ __all__ = [
     "SessionWriteError",
     "Tool",
     "ToolDefinitionError",
+    "ToolKindError",
     "ToolRegistry",
     "ToolResult",
     "TurnEvent",

@@ -1,4 +1,4 @@
-"""The one way to write a chunk-level operator of ``pipeline`` (``to_chunks``, ``redact_key``, ``log_chunks``): a
+"""The one way to write a chunk-level operator of ``pipeline`` (``to_chunks``' ends, ``redact_key``, ``log_chunks``): a
 ``ChunkStage`` per subscription and ``chunk_operator`` around it, as ``operators.extend.BaseStage`` and
 ``stage_operator`` are for the rules.
 
@@ -49,13 +49,15 @@ def chunk_operator(stage: Callable[[], ChunkStage[A, B]]) -> Callable[[Observabl
                 for item in out:
                     observer.on_next(item)
 
-            def on_next(item: A) -> None:
+            def on_next(item: A) -> None:  # once per read: emit() written out
                 nonlocal done
                 if done:
                     return
                 out: list[B] = []
                 state.on_item(item, out)
-                emit(out)
+                send = observer.on_next
+                for made in out:
+                    send(made)
                 if state.finished:
                     done = True
                     observer.on_completed()

@@ -17,7 +17,8 @@ What is logged (docs/decisions/0020-environment-and-logging.md)::
   message, its arguments and a traceback's text of every record before any handler sees it: the key in any letter
   case, its code form, and any cut of either 8 characters or longer, wherever the cut begins
   (docs/decisions/0040-redaction-coverage.md); and the value of any key header a wire-format record names where a
-  message quotes the header (``register_key_headers``, called by ``pipeline.formats.WireRegistry``).
+  message quotes the header (``register_key_headers``, called by ``pipeline.formats.WireRegistry``); and the value of
+  a URL's key parameter (``?key=...``, ``redact_url_keys``), always.
 - ``LLM_STREAM_LOG=debug|info|warning``, read once when ``pipeline`` is imported (``configure_from_env``), adds one
   stderr handler to ``llm_stream`` at that level, as the openai SDK does for ``OPENAI_LOG``. Unset (or any other
   value), the library adds only a ``NullHandler``: logging stays the application's choice.
@@ -39,6 +40,7 @@ from ._secrets import (
     MIN_SECRET_CHARS,
     redact_header_values,
     redact_secrets,
+    redact_url_keys,
     register_key_headers,
     register_secret,
     registered,
@@ -47,7 +49,7 @@ from ._secrets import (
 
 __all__ = [
     "ENV_VAR", "ROOT", "VALUES_REDACTED", "configure_from_env", "get_logger", "log_chunks",
-    "redact_secrets", "register_key_headers", "register_secret",
+    "redact_secrets", "redact_url_keys", "register_key_headers", "register_secret",
 ]
 
 ROOT = "llm_stream"
@@ -71,7 +73,7 @@ class _RedactingFilter(logging.Filter):
             return True
         message = record.getMessage()
         if getattr(record, VALUES_REDACTED, False):  # the producer redacted each value itself
-            redacted = whole_keys(message)
+            redacted = redact_url_keys(whole_keys(message))
         else:
             redacted = _by_arguments(record) or redact_header_values(redact_secrets(message))
         if redacted != message:

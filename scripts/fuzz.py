@@ -1,7 +1,7 @@
 """Fuzz the parsers and the whole ``translate`` with atheris (libFuzzer), or a built-in mutation loop without it.
 
-    python scripts/fuzz.py --target translate --seconds 600    # or parse_sse, messages, responses, fast_path, proxy,
-                                                               # repair
+    python scripts/fuzz.py --target translate --seconds 600    # or parse_sse, messages, responses, gemini,
+                                                               # fast_path, proxy, repair
     python scripts/fuzz.py --target translate --reproduce crash-file    # replay one input, print what broke
 
 One input is the SSE bytes. Everything else a run needs comes from those bytes alone, so a crash file replays
@@ -13,8 +13,11 @@ block-start before deltas before block-end, no block-end for a tool call without
 block-ends sharing an id, every chunk's ``to_dict()`` strict JSON (``json.dumps(allow_nan=False)``), and, held
 against the input's own naive reading (``fuzz_reference.py``), no successful response in which two calls claimed
 one id (refused, never merged) and, for chat, a usage keeping the last valid prompt count (never lost to a later
-invalid one). Seeds: the ``*.sse`` files of the in-repo corpus ``tests/corpus/fixtures/sse`` (chat; messages and
-responses, with peers-formats, for those targets; a copy of ../shared/fixtures), read in place.
+invalid one); for ``gemini`` (format given) the reading of ``fuzz_gemini.py`` (every call id the wire gave
+is one call's, the others made; each usage count the last valid one sent). Seeds: the ``*.sse`` files of the in-repo
+corpus ``tests/corpus/fixtures/sse`` (chat; messages and responses, with peers-formats, for those targets; a copy of
+../shared/fixtures; for responses also ``tests/corpus/client-calls``, the calls a client runs) and
+``tests/corpus/gemini-peers`` (``gemini``; in the repository only), read in place.
 The ``proxy`` target (``fuzz_proxy.py``) takes one HTTP request as its input instead, with an oracle of its own; the
 ``repair`` target (``fuzz_repair.py``) holds the transport's repairers against the library's reading of the input.
 New inputs go to a temporary directory (or ``--corpus DIR``), crash files to ``--artifacts DIR``; never the repo.
@@ -57,6 +60,7 @@ from operators import (  # noqa: E402
     parse_sse,
 )
 from scripts.fuzz_fast_path import check_fast_path  # noqa: E402  (the default chain against the rule chain)
+from scripts.fuzz_gemini import GEMINI_TOKENS, check_gemini_reference  # noqa: E402  (the gemini target's parts)
 from scripts.fuzz_proxy import PROXY_TOKENS, check_proxy, proxy_seeds  # noqa: E402  (the proxy's request side)
 from scripts.fuzz_reference import OracleFailure as OracleFailure  # noqa: E402  (re-exported: the oracle's failure)
 from scripts.fuzz_reference import check_reference, ensure  # noqa: E402
@@ -68,7 +72,9 @@ from scripts.fuzz_runner import mutate as mutate  # noqa: E402
 FIXTURES = ROOT / "tests" / "corpus" / "fixtures"  # the in-repo copy of ../shared/fixtures (tests/corpus/README.md)
 CHAT_SEEDS = [FIXTURES / "sse" / "real", FIXTURES / "sse" / "peers"]
 MESSAGES_SEEDS = [FIXTURES / "messages", FIXTURES / "peers-formats" / "messages"]
-RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses"]
+RESPONSES_SEEDS = [FIXTURES / "responses", FIXTURES / "peers-formats" / "responses",
+                   ROOT / "tests" / "corpus" / "client-calls"]  # the calls a client runs (decision 0072)
+GEMINI_SEEDS = [ROOT / "tests" / "corpus" / "gemini-peers"]  # the Gemini peer corpus: in the repository only
 SEED_DIRS = CHAT_SEEDS + MESSAGES_SEEDS + RESPONSES_SEEDS
 ONE_BYTE_SPLIT_UP_TO = 2048
 
@@ -176,7 +182,7 @@ def check_translate(data: bytes, format: Any = None) -> None:
     if format is None and len(data) <= limits.max_event_bytes:  # detection then reads exactly these lines
         format = detect_format(data) or detect_format(data + b"\n") or "chat"
     if format is not None:
-        check_reference(data, whole, format)
+        (check_gemini_reference if format == "gemini" else check_reference)(data, whole, format)
 
 
 def check_messages(data: bytes) -> None:
@@ -185,6 +191,10 @@ def check_messages(data: bytes) -> None:
 
 def check_responses(data: bytes) -> None:
     check_translate(data, "responses")
+
+
+def check_gemini(data: bytes) -> None:
+    check_translate(data, "gemini")
 
 
 def run_parse_sse(pieces: list[bytes], limits: Limits) -> list[Any]:
@@ -213,16 +223,17 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "parse_sse": check_parse_sse,
     "messages": check_messages,
     "responses": check_responses,
+    "gemini": check_gemini,
     "fast_path": lambda data: check_fast_path(data, plan),
     "proxy": check_proxy,
     "repair": check_repair,
 }
 TARGET_SEEDS = {
     "parse_sse": CHAT_SEEDS, "translate": CHAT_SEEDS, "messages": MESSAGES_SEEDS, "responses": RESPONSES_SEEDS,
-    "fast_path": SEED_DIRS, "repair": SEED_DIRS,
+    "gemini": GEMINI_SEEDS, "fast_path": SEED_DIRS + GEMINI_SEEDS, "repair": SEED_DIRS + GEMINI_SEEDS,
 }
 """The seed folders of each target (under atheris the seed pass dominates a short run: each target reads its own)."""
-TARGET_TOKENS = {"proxy": PROXY_TOKENS}
+TARGET_TOKENS = {"proxy": PROXY_TOKENS, "gemini": GEMINI_TOKENS}
 """What the built-in loop inserts, by target (the SSE tokens for the others)."""
 
 

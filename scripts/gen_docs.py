@@ -50,6 +50,7 @@ OPERATORS: tuple[tuple[str, str], ...] = (
     ("parse_sse", "parse_sse()"),
     ("parse_messages_sse", "parse_messages_sse()"),
     ("parse_responses_sse", "parse_responses_sse()"),
+    ("parse_gemini_sse", "parse_gemini_sse()"),
     ("parse_stream", "parse_stream(format)"),
     ("coalesce_identity", "coalesce_identity()"),
     ("accumulate_arguments", "accumulate_arguments()"),

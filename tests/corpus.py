@@ -35,3 +35,6 @@ PEER_FORMAT_STREAMS = Path(os.environ.get("LLM_STREAM_PEER_FORMATS", FIXTURES / 
 GEMINI_PEER_STREAMS = Path(os.environ.get("LLM_STREAM_GEMINI_PEERS", SHARED / "gemini-peers"))
 """Gemini ``streamGenerateContent?alt=sse`` streams rebuilt from other projects' test suites, with what our rules
 require (``LLM_STREAM_GEMINI_PEERS``); kept in the repository only, not a copy of ``../shared``."""
+CLIENT_CALL_STREAMS = Path(os.environ.get("LLM_STREAM_CLIENT_CALLS", SHARED / "client-calls"))
+"""Responses streams whose items the client runs (custom tools, apply_patch, shell, computer, MCP approvals), written
+for decision 0072 with what the rules require (``LLM_STREAM_CLIENT_CALLS``); kept in the repository only."""

@@ -57,6 +57,7 @@ def test_every_exception_class_derives_from_the_root(cls: type[BaseException]) -
         (pipeline.ConfigError, ValueError),
         (pipeline.ToolDefinitionError, TypeError),
         (pipeline.ToolDefinitionError, ValueError),
+        (pipeline.ToolKindError, ValueError),
     ],
 )
 def test_the_root_keeps_the_builtin_bases_callers_catch(cls: type[BaseException], builtin: type[BaseException]) -> None:

@@ -49,13 +49,18 @@ def _faces() -> tuple[str, ...]:
 
 FACES = _faces()
 FORMAT_FACES = frozenset(
-    name for name in FACES if name.startswith("pipeline.") and name.rpartition(".")[2] in operators.FORMATS
+    name for name in FACES
+    if name.startswith("pipeline.") and name.rpartition(".")[2] in operators.FORMATS
 )
 """The faces of the pipeline's format packages (``pipeline.sanitize.messages``, ...): internal faces over one format's
 modules, which hold what their parent face reads of the format (``operators.messages`` is a canonical face instead)."""
 EXTEND_TYPES = frozenset({"Batch", "Operator", "Rule", "Signal"})  # operators' types, re-exported by extend
-FORMAT_PACKAGES = frozenset({"operators.messages", "operators.responses"})  # one per wire format but chat
-FORMAT_PARSERS = frozenset({"parse_messages_sse", "parse_responses_sse"})  # their parsers, re-exported by operators
+FORMAT_PACKAGES = frozenset(  # one per wire format but chat
+    {"operators.messages", "operators.responses", "operators.gemini"}
+)
+FORMAT_PARSERS = frozenset(  # their parsers, re-exported by operators
+    {"parse_messages_sse", "parse_responses_sse", "parse_gemini_sse"}
+)
 LIBRARY = frozenset({"operators", "pipeline"})  # operators.wire.DecodeError is msgspec's own
 NOT_MEMBERS = frozenset({"annotations", "TYPE_CHECKING"})  # from __future__ / typing, in the lazily importing faces
 
@@ -87,10 +92,12 @@ def classes_and_functions() -> list[tuple[str, str, object]]:
 def test_the_faces_are_the_documented_ones() -> None:
     assert set(FACES) == {
         "operators", "operators.wire", "operators.extend", "operators.messages", "operators.responses",
+        "operators.gemini",
         "pipeline", "pipeline.agent", "pipeline.cli", "pipeline.client", "pipeline.compose", "pipeline.emulator",
         "pipeline.formats", "pipeline.proxy", "pipeline.sanitize", "pipeline.session",
-        "pipeline.emulator.messages", "pipeline.emulator.responses", "pipeline.formats.messages",
-        "pipeline.formats.responses", "pipeline.sanitize.messages", "pipeline.sanitize.responses",
+        "pipeline.emulator.gemini", "pipeline.emulator.messages", "pipeline.emulator.responses",
+        "pipeline.formats.gemini", "pipeline.formats.messages", "pipeline.formats.responses",
+        "pipeline.sanitize.gemini", "pipeline.sanitize.messages", "pipeline.sanitize.responses",
     }
 
 

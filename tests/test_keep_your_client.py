@@ -31,8 +31,14 @@ LIVE_URL = "http://127.0.0.1:8808"
 
 def test_the_page_shows_every_client() -> None:
     joined = "\n".join(SNIPPETS)
-    for needle in ("openai.OpenAI(", "openai.AsyncOpenAI(", "responses.stream(", "anthropic.Anthropic(", "ChatOpenAI("):
+    for needle in ("openai.OpenAI(", "openai.AsyncOpenAI(", "responses.stream(", "anthropic.Anthropic(", "ChatOpenAI(",
+                   "anthropic.AsyncAnthropic(", "client_args={", "async_client_args={",
+                   "httpx_async_client=httpx2.AsyncClient(", "client.aio.models.generate_content_stream("):
         assert needle in joined
+    for factory in ("openai.DefaultHttpxClient(", "openai.DefaultAsyncHttpxClient(", "anthropic.DefaultHttpxClient(",
+                    "anthropic.DefaultAsyncHttpxClient("):  # the SDKs' own factories, shown before plain clients
+        assert factory in joined
+        assert joined.index(factory) < joined.index("httpx2.AsyncClient(")
     assert README_SNIPPETS
     assert "keep-your-client.md" in README_SECTION
 

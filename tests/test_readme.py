@@ -7,13 +7,19 @@
 - Any other block (bash, ini, dockerfile, ...), or a Python block that cannot run alone, carries the marker
   ``<!-- fragment: why -->`` on the line before its fence, and is not run.
 
-The README's first screen (its first 40 lines) holds the install line and the four-row "you use ... -> use ..." table,
-each row linking to a section of the README with a block that runs.
+The README's first screen (its first 40 lines) holds the install lines (from a clone or a git URL: the package is not
+on PyPI yet, and the README and docs/index.md say so where a reader sees it) and the four-row "you use ... -> use ..."
+table, each row linking to a section of the README with a block that runs.
+
+Every README ```` ```python ```` block also passes ``mypy --strict`` (what a newcomer's editor or CI says of a
+pasted snippet).
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -96,10 +102,66 @@ def test_a_python_block_runs(
         assert capsys.readouterr().out  # each README snippet shows its result
 
 
-def test_the_first_screen_has_the_install_line_and_the_four_entry_points() -> None:
+def install_lines(page: Path) -> list[str]:
+    """The lines of the page's first block that installs the package (a ``pip install`` of it)."""
+    for block in blocks_of(page):
+        lines = [line.strip() for line in block.code.splitlines()]
+        if any("pip install" in line and "llm-stream-pipeline" in line for line in lines):
+            return lines
+    raise AssertionError(f"{page.name} has no block that installs the package")
+
+
+def _visible(text: str) -> str:
+    """The text without its HTML comments (what a reader sees on GitHub and in the site)."""
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("page", [README, ROOT / "docs" / "index.md"], ids=lambda page: page.name)
+def test_the_install_lines_work_without_the_package_index_and_say_so(page: Path) -> None:
+    lines = install_lines(page)
+    assert not [line for line in lines if re.match(r"pip install ['\"]?llm-stream-pipeline\b(?!.* @ )", line)], (
+        "the package is not on PyPI: no bare `pip install llm-stream-pipeline`"
+    )
+    clone = [line for line in lines if line.startswith("git clone ")]
+    assert clone, "the clone form"
+    assert re.search(r"&& pip install '\./llm-stream-pipeline\[[a-z,]+\]'$", clone[0]), clone[0]
+    assert any(re.match(r"pip install 'llm-stream-pipeline\[[a-z,]+\] @ git\+", line) for line in lines), "the git form"
+    assert "not on PyPI yet" in _visible(page.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", [README, ROOT / "docs" / "index.md"], ids=lambda page: page.name)
+def test_the_extras_are_named_for_what_they_give(page: Path) -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    sentence = next(line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("The extras:"))
+    named = dict(re.findall(r"`\[([a-z]+)\]` for ([^,]+)", sentence))
+    assert set(named) == {"proxy", "emulator"}, sentence
+    assert "llm-stream proxy" in named["proxy"]
+    assert "proxy" not in named["emulator"]
+    assert {"prometheus-client>=0.20", "uvicorn>=0.29"} <= set(extras["proxy"])
+    assert "starlette>=0.37" in extras["emulator"]
+
+
+@pytest.mark.server
+def test_the_readme_blocks_pass_mypy_strict(tmp_path: Path) -> None:
+    blocks = [block for block in RUNNABLE if block.page == README]
+    files = []
+    for block in blocks:
+        path = tmp_path / f"readme_line_{block.line}.py"
+        path.write_text(block.code, encoding="utf-8")
+        files.append(str(path))
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"), *files],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+def test_the_first_screen_has_the_install_lines_and_the_four_entry_points() -> None:
     text = README.read_text(encoding="utf-8")
     first_screen = text.splitlines()[:40]
-    assert "pip install llm-stream-pipeline" in "\n".join(first_screen)
+    assert set(install_lines(README)) <= {line.strip() for line in first_screen}
     rows = [line for line in first_screen if line.startswith("| ") and not line.startswith("| You use")]
     assert len(rows) == 4, rows
     sections = {_anchor(part.partition("\n")[0]): part for part in text.split("\n## ")[1:]}

@@ -55,3 +55,10 @@ def test_fast_runs_only_the_unmarked_tests_and_never_imports_a_slow_module(suite
     assert "test_marked.py" not in ran.stdout
     assert "test_sweeps" not in ran.stdout
     assert "1 passed, 1 deselected" in ran.stdout
+
+
+def test_no_property_example_has_a_deadline_unless_its_test_sets_one() -> None:
+    from hypothesis import settings
+
+    assert settings.default is not None
+    assert settings.default.deadline is None  # the suite's profile (tests/tiers.py), loaded for every run

@@ -50,12 +50,15 @@ FINISH_REASONS: dict[str, str] = {
 }
 """Messages stop reasons with a chat-vocabulary equivalent; any other string passes through unchanged."""
 
-_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_listing"})
+"""What Anthropic runs itself (docs/decisions/0072-client-run-tool-calls.md, "The Messages side"): its server tools'
+calls and the MCP connector's calls and tool listings; with every ``*_tool_result`` block, informational."""
 
 
 def block_kind(block_type: object) -> str:
-    """``text``, ``thinking``, ``redacted_thinking``, ``tool`` (a client ``tool_use``), ``server`` (a server-side tool
-    or its result) or ``other`` (``compaction``, ``fallback``, anything new)."""
+    """``text``, ``thinking``, ``redacted_thinking``, ``tool`` (a ``tool_use``: a call the client runs, whoever the
+    ``caller``), ``server`` (what Anthropic runs: ``server_tool_use``, ``mcp_tool_use``, ``mcp_tool_listing``, any
+    ``*_tool_result``) or ``other`` (``compaction``, ``fallback``, ``container_upload``, anything new)."""
     if block_type in ("text", "thinking", "redacted_thinking"):
         return str(block_type)
     if block_type == "tool_use":
@@ -66,9 +69,10 @@ def block_kind(block_type: object) -> str:
 
 
 def server_tool_name(block: dict[str, Any]) -> str:
-    """What a server-tool anomaly names: the tool's ``name`` (and MCP ``server_name``), else the block type."""
+    """What a server-tool anomaly names: the tool's ``name`` (and the MCP ``server_name``, or a listing's
+    ``mcp_server_name``), else the block type."""
     name = block.get("name")
-    server = block.get("server_name")
+    server = block.get("server_name", block.get("mcp_server_name"))
     label = name if isinstance(name, str) and name else str(block.get("type"))
     return f"{label} on {server}" if isinstance(server, str) and server else label
 

@@ -14,9 +14,10 @@ Rule (docs/decisions/0024-messages-format.md, docs/formats/messages.md):
 - A ``thinking`` block's ``signature`` (its start's, replaced by each ``signature_delta``, as Anthropic's SDK does)
   and a ``redacted_thinking`` block's ``data`` go, at the block's stop, in a ``ReasoningEnd``: the reasoning block
   keeps them (docs/decisions/0028-reasoning-round-trip.md). ``citations_delta`` is not carried (a ``citation``
-  anomaly with its length, never its content). Server-side tools (``server_tool_use``, ``mcp_tool_use``,
-  ``*_tool_result``) are ``server-tool`` anomalies, never tool calls; other blocks (``compaction``, ``fallback``)
-  and unknown deltas/events are anomalies.
+  anomaly with its length, never its content). What Anthropic runs (``server_tool_use``, the MCP connector's
+  ``mcp_tool_use`` and ``mcp_tool_listing``, every ``*_tool_result``) is a ``server-tool`` anomaly, never a tool call;
+  every ``tool_use`` is one, whoever its ``caller`` (docs/decisions/0072-client-run-tool-calls.md, "The Messages
+  side"). Other blocks (``compaction``, ``fallback``) and unknown deltas/events are anomalies.
 - ``message_delta`` gives the stop reason (``_events.FINISH_REASONS``) and usage, merged field by field
   with ``message_start``'s. At ``message_stop``: one ``WireChunk`` with the finish reason and the merged usage, then
   ``Done``. A block still open there (``max_tokens`` cutting a tool block) is an ``unterminated-block`` anomaly.

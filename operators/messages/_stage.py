@@ -14,7 +14,7 @@ import msgspec
 from .._chunk_values import Failure
 from .._chunks import Anomaly
 from .._codes import Code
-from .._format_mismatch import foreign_format, format_mismatch
+from .._format_mismatch import foreign_format, format_mismatch, gemini_shaped
 from .._limits import DEFAULT_LIMITS, Limits
 from .._provider_errors import classify_inband_error
 from .._signals import Done, Halt, ReasoningEnd, Signal
@@ -74,8 +74,11 @@ class _ParseMessages(SseFraming):
                 self._halt(classify_inband_error(error), out)
                 return
             if not isinstance(body, dict) or not isinstance(kind, str):
-                if foreign_format(kind, isinstance(body, dict) and "choices" in body) == "chat":
-                    self._halt(format_mismatch("chat", "messages", payload), out)
+                is_object = isinstance(body, dict)
+                gemini = is_object and gemini_shaped(payload)
+                seen = foreign_format(kind, is_object and "choices" in body, gemini=gemini)
+                if seen in ("chat", "gemini"):
+                    self._halt(format_mismatch(seen, "messages", payload), out)
                 else:
                     self._halt(Failure(Code.MALFORMED_RESPONSE, f"malformed Messages payload: {quote(payload)}"), out)
                 return

@@ -3,7 +3,8 @@
 Each ``data:`` payload is one event, ``{"type": "response.<...>", ...}``. The structs below keep only the fields the
 parser reads; unknown fields are ignored (``obfuscation``, ``logprobs``, ``sequence_number``, ``phase``, OpenRouter's
 ``cost``, Azure's ``content_filters``...). Identity fields (``call_id``, ``name``) are kept as any JSON value: whether
-one counts is ``coalesce_identity``'s rule. Usage counts are numbers (a string count is ``MALFORMED_RESPONSE``),
+one counts is ``coalesce_identity``'s rule. A built-in call's action or operation is kept as its exact JSON text
+(``msgspec.Raw``; decision 0072). Usage counts are numbers (a string count is ``MALFORMED_RESPONSE``),
 mapped to OpenAI's chat shape (``WireUsage``) so the existing normalisation gives the disjoint counts.
 See docs/formats/responses.md and docs/decisions/0025-responses-format.md.
 """
@@ -15,30 +16,22 @@ from typing import Any
 import msgspec
 
 from .._usage_keys import ResponsesUsage
-from .._wire import (
-    UNSET,
-    WireChunk,
-    WireDelta,
-    WireFunction,
-    WireToolCall,
-    wire_chunk,
-)
+from .._wire import UNSET
 
 __all__ = [
     "IGNORED_EVENTS",
     "READ_EVENTS",
     "SERVER_TOOL_EVENT_PREFIXES",
     "SERVER_TOOL_ITEMS",
-    "Call",
+    "OutputItem",
+    "ResponseObject",
     "ResponsesEvent",
-    "another_item",
     "decode_event",
     "decode_kind",
     "error_object",
     "failed_error",
-    "non_empty",
-    "tool_chunk",
 ]
+
 
 class IncompleteDetails(msgspec.Struct):
     reason: str | None = None
@@ -51,14 +44,25 @@ class ResponseObject(msgspec.Struct):
     incomplete_details: IncompleteDetails | None = None
 
 
+_NO_TEXT = msgspec.Raw()  # an absent field kept as JSON text
+
+
 class OutputItem(msgspec.Struct):
     type: str | None = None
     id: Any = None
     call_id: Any = UNSET
     name: Any = UNSET
     arguments: Any = UNSET
+    input: Any = UNSET  # a custom_tool_call's free-form input
     encrypted_content: Any = None
     execution: Any = None  # "client" on a tool_search_call the client runs (decision 0045)
+    environment: Any = None  # a shell_call's: a container's is run by the provider (decision 0072)
+    # the JSON texts a built-in call's arguments are made of (``_calls.py``, decision 0072)
+    action: msgspec.Raw = _NO_TEXT
+    actions: msgspec.Raw = _NO_TEXT
+    operation: msgspec.Raw = _NO_TEXT
+    pending_safety_checks: msgspec.Raw = _NO_TEXT
+    server_label: msgspec.Raw = _NO_TEXT
 
 
 class ResponsesEvent(msgspec.Struct):
@@ -67,6 +71,7 @@ class ResponsesEvent(msgspec.Struct):
     item_id: Any = None
     delta: str | None = None
     arguments: str | None = None
+    input: str | None = None  # of response.custom_tool_call_input.done
     item: OutputItem | None = None
     response: ResponseObject | None = None
     error: Any = UNSET  # the nested shape of the error event
@@ -134,9 +139,11 @@ SERVER_TOOL_ITEMS = frozenset(
         "tool_search_call",
         "tool_search_output",
         "program",
+        "shell_call_output",
     }
 )
-"""Output items the provider runs itself: an anomaly ``server-tool`` naming the item type, never a tool call."""
+"""Output items the provider runs itself: an anomaly ``server-tool`` naming the item type, never a tool call (a
+``shell_call_output`` is only in the output when the provider ran the shell, in its container; decision 0072)."""
 
 IGNORED_EVENTS = frozenset(
     {
@@ -162,9 +169,11 @@ SERVER_TOOL_EVENT_PREFIXES = (
     "response.image_generation_call.",
     "response.mcp_call",
     "response.mcp_list_tools.",
-    "response.custom_tool_call_input.",
+    "response.shell_call_command.",
+    "response.shell_call_output_content.",
 )
-"""Progress events of items already reported when they were added (``server-tool`` / ``unsupported-item``)."""
+"""Progress events of items already reported when they were added (``server-tool`` / ``unsupported-item``), or of a
+``shell_call`` whose action comes whole on its ``output_item.done`` (decision 0072)."""
 
 READ_EVENTS = frozenset(
     {
@@ -174,6 +183,8 @@ READ_EVENTS = frozenset(
         "response.refusal.delta",
         "response.function_call_arguments.delta",
         "response.function_call_arguments.done",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
         "response.output_item.added",
         "response.output_item.done",
         "response.completed",
@@ -183,40 +194,3 @@ READ_EVENTS = frozenset(
     }
 )
 """The events the parser decodes whole; any other is decoded only for its ``type``."""
-
-
-def tool_chunk(index: int, id: object = UNSET, name: object = UNSET, arguments: object = UNSET) -> WireChunk:
-    call = WireToolCall(index=index, id=id, function=WireFunction(name=name, arguments=arguments))  # type: ignore[arg-type]
-    return wire_chunk(WireDelta(tool_calls=[call]))
-
-
-def another_item(items: dict[int, tuple[str | None, str | None]], index: int, item: OutputItem) -> bool:
-    """Whether an ``output_item.added`` at ``index`` adds another item than the one added there first (another type,
-    or another non-empty id): one ``output_index`` holds one item (decision 0070). Records the first."""
-    known = items.setdefault(index, (item.type, non_empty(item.id)))
-    given = non_empty(item.id)
-    return known[0] != item.type or (known[1] is not None and given is not None and known[1] != given)
-
-
-def non_empty(value: object) -> str | None:
-    """A non-empty string, else None."""
-    return value if type(value) is str and value else None
-
-
-class Call:
-    """What was passed on for one function_call item (its ``output_index``)."""
-
-    __slots__ = ("arguments", "deltas", "id", "name", "whole_sent")
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.name: str | None = None
-        self.deltas = 0
-        self.arguments: list[str] = []
-        self.whole_sent = False
-
-    def add_delta(self, delta: str) -> None:
-        """An arguments delta after the first (the first replaces arguments given whole: ``_arguments_delta``); the
-        rule path and the fast path add through it."""
-        self.deltas += 1
-        self.arguments.append(delta)

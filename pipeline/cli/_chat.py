@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import sys
@@ -18,8 +19,8 @@ from typing import Any
 
 from operators import DEFAULT_LIMITS, Limits, RetryPolicy, RetryPolicyError
 from pipeline.agent import ToolRegistry, run_turn
-from pipeline.client import ChatClient, ConfigError
-from pipeline.formats import APIS
+from pipeline.client import GEMINI_BASE_URL, ChatClient, ConfigError
+from pipeline.formats import APIS, ToolKindError
 from pipeline.session import Session, SessionError
 
 from ._errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, check_http_url
@@ -29,24 +30,30 @@ __all__ = ["add_parser"]
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = commands.add_parser("chat", help="stream a chat completion from a live endpoint through the pipeline")
+    p = commands.add_parser(
+        "chat", help="stream a response from a live endpoint (chat completions, Messages, Responses or Gemini)"
+    )
     p.add_argument("prompt", help="the user message")
     p.add_argument("--model", help="model (default: LLM_STREAM_MODEL, or the provider's default)")
     p.add_argument(
         "--base-url",
-        help="OpenAI-compatible http(s) base URL (default: LLM_STREAM_BASE_URL, OPENAI_BASE_URL, else DeepSeek)",
+        help="the endpoint's http(s) base URL (default: LLM_STREAM_BASE_URL, OPENAI_BASE_URL, else DeepSeek; with "
+        f"--api gemini: LLM_STREAM_BASE_URL, else {GEMINI_BASE_URL}); a ?key= in it is moved to the key header",
     )
     p.add_argument(
         "--api",
         choices=APIS,
         default="chat",
         help="the endpoint's API: chat (/chat/completions, default), messages (Anthropic-style /messages), "
-        "responses (OpenAI /responses); the request and the stream in that API's shape",
+        "responses (OpenAI /responses), gemini (Google's /models/MODEL:streamGenerateContent?alt=sse, the key from "
+        "GOOGLE_API_KEY, else GEMINI_API_KEY, sent only to Google's host); the request and the stream in that "
+        "API's shape",
     )
     p.add_argument(
         "--tools",
         metavar="FILE.json|MODULE",
-        help="a JSON list of tool schemas to offer, or a Python module (or .py file) whose tools are run",
+        help="a JSON list of tool schemas to offer, or a Python module whose tools are run: a .py file's path, or a "
+        "module name, importable or in the current folder (as with python -m)",
     )
     p.add_argument("--session", metavar="FILE", help="continue (or start) a session log; runs the tool loop")
     p.add_argument("--max-steps", type=_positive_int, default=8, help="tool-calling steps per turn (default 8)")
@@ -97,13 +104,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _check_base_url(flag: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> None:
-    """The base URL the client would use (``--base-url``, else ``LLM_STREAM_BASE_URL``, else ``OPENAI_BASE_URL``, as
-    ``ClientConfig.resolve`` orders them) must be http(s) with a host: one line, exit 2, before any request."""
+def _check_base_url(
+    flag: str | None, api: str = "chat", env: dict[str, str] | os._Environ[str] = os.environ
+) -> None:
+    """The base URL the client would use (``--base-url``, else ``LLM_STREAM_BASE_URL``, else ``OPENAI_BASE_URL`` but
+    for ``--api gemini``, as ``ClientConfig.resolve`` orders them) must be http(s) with a host: one line, exit 2,
+    before any request."""
+    openai_url = None if api == "gemini" else (env.get("OPENAI_BASE_URL") or "").strip()
     for what, value in (
         ("--base-url", flag),
         ("LLM_STREAM_BASE_URL", env.get("LLM_STREAM_BASE_URL")),
-        ("OPENAI_BASE_URL", (env.get("OPENAI_BASE_URL") or "").strip()),
+        ("OPENAI_BASE_URL", openai_url),
     ):
         if value:
             check_http_url(value, what=what)
@@ -126,15 +137,38 @@ def _load_tools(spec: str | None) -> tuple[list[dict[str, Any]] | None, ToolRegi
         if not isinstance(loaded, list):
             raise CliError(f"{spec} must hold a JSON list of tool schemas")
         return loaded, None
+    hint = _find_in_current_folder(spec)
     try:
         registry = ToolRegistry.from_module(spec)
     except (ValueError, ImportError, OSError) as exc:
-        raise CliError(f"cannot load tools from {spec}: {exc}") from exc
+        raise CliError(f"cannot load tools from {spec}: {exc}{hint}") from exc
     return None, registry
 
 
+def _find_in_current_folder(spec: str) -> str:
+    """A dotted ``--tools`` name found nowhere on the import path is looked for in the current folder, as
+    ``python -m`` does: when ``./NAME.py`` or ``./NAME/`` is there, the folder is put first on the import path for
+    the run (so the module's own imports of its neighbours work too). An installed module of the name still wins.
+    Returns what to add to a not-found error: how to name the module."""
+    top = spec.partition(".")[0]
+    if spec.endswith(".py") or "/" in spec or "\\" in spec or not top.isidentifier():
+        return ""
+    try:
+        if importlib.util.find_spec(top) is not None:
+            return ""
+    except (ImportError, ValueError):
+        return ""
+    folder = Path.cwd()
+    if (folder / f"{top}.py").is_file() or (folder / top).is_dir():
+        sys.path.insert(0, str(folder))
+        importlib.invalidate_caches()
+        return ""
+    return (f" (not in the current folder either: give a file's path, --tools path/to/{top}.py, or a module "
+            "importable from PYTHONPATH)")
+
+
 def _run(args: argparse.Namespace) -> int:
-    _check_base_url(args.base_url)
+    _check_base_url(args.base_url, args.api)
     schemas, registry = _load_tools(args.tools)
     try:
         client = ChatClient(
@@ -205,7 +239,7 @@ async def _chat_turn(
                     ended = event.data["kind"]
                     if mode == "text":
                         sys.stdout.write(f"-- turn {event.turn} ended: {ended}\n")
-    except SessionError as exc:
+    except (SessionError, ToolKindError) as exc:  # ToolKindError: tools or calls only api="responses" takes
         raise CliError(str(exc)) from exc
     finally:
         session.close()

@@ -3,7 +3,7 @@
     llm-stream replay FILE.sse [--json | --assembled] [--anomalies]   replay a recorded stream (``-`` reads stdin)
     llm-stream demo [--live]                                          the README's main job
     llm-stream emulate [--port P]                                     the fault-injecting gateway emulator
-    llm-stream proxy --upstream URL [--port P]                        the sanitizing OpenAI-compatible proxy
+    llm-stream proxy --upstream URL [--port P]                        the sanitizing proxy (the four formats)
     llm-stream chat "prompt" [...]                                    stream from a live endpoint
     llm-stream session check|repair FILE                              inspect or recover a session log
 
@@ -31,7 +31,8 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llm-stream",
-        description="Turn streamed LLM chat completions (SSE) into a clean, validated chunk protocol.",
+        description="Turn streamed LLM responses (chat completions, the Messages and Responses APIs, Gemini) into a "
+        "clean, validated chunk protocol.",
     )
     parser.add_argument("--version", action="version", version=f"llm-stream {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -21,6 +21,7 @@ from operators import (
     TextDelta,
     ToolCallBlock,
     ToolCallDelta,
+    ToolCallKind,
     UsageChunk,
 )
 from pipeline.compose import Assembler, AssistantMessage
@@ -129,11 +130,12 @@ class Printer:
         if isinstance(chunk, ToolCallDelta):
             name = chunk.name if chunk.name is not None else "?"
             ident = chunk.id or "?"
-            return f"{at}   tool-call  {ident} {name} +{json.dumps(chunk.arguments_delta, ensure_ascii=False)}"
+            delta = json.dumps(chunk.arguments_delta, ensure_ascii=False)
+            return f"{at}   tool-call  {ident} {name} +{delta}{_kind(chunk.kind)}"
         if isinstance(chunk, BlockEnd):
             block = chunk.block
             if isinstance(block, ToolCallBlock):
-                body = f"tool-call {block.id} {block.name}({block.arguments})"
+                body = f"tool-call {block.id} {block.name}({block.arguments}){_kind(block.kind)}"
             else:
                 body = f"{block.type} {json.dumps(block.text, ensure_ascii=False)}"
                 if isinstance(block, ReasoningBlock):
@@ -187,11 +189,16 @@ class Printer:
         finish = message.finish.kind + (f" {message.finish.code}" if message.finish.code else "")
         lines = ["", f"{', '.join(counts)}; finish: {INTERRUPTED if interrupted else finish}"]
         for call in message.tool_calls:
-            lines.append(f"  tool call {call.id} {call.name}({call.arguments})")
+            lines.append(f"  tool call {call.id} {call.name}({call.arguments}){_kind(call.kind)}")
         if message.usage is not None:
             lines.append(f"  usage {json.dumps(message.usage.to_dict())}")
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
+
+
+def _kind(kind: str) -> str:
+    """`` · custom`` for a tool call that is not a function (decision 0072), else nothing."""
+    return "" if kind == ToolCallKind.FUNCTION else f" · {kind}"
 
 
 def _opaque_parts(block: ReasoningBlock) -> str:

@@ -30,8 +30,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--format",
         choices=FORMATS,
         default=None,
-        help="the wire format: chat (completions), messages (Anthropic-style), responses (OpenAI); "
-        "default: detected from the first event",
+        help="the wire format: chat (completions), messages (Anthropic-style), responses (OpenAI), gemini "
+        "(Google's streamGenerateContent); default: detected from the first event",
     )
     add_output_flags(p)
     p.set_defaults(run=_run)

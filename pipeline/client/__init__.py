@@ -7,6 +7,7 @@ from ._client import ChatClient
 from ._config import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_TOTAL_TIMEOUT,
+    GEMINI_BASE_URL,
     ClientConfig,
     ConfigError,
     InsecureBaseUrlWarning,
@@ -16,6 +17,7 @@ from ._config import (
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_TOTAL_TIMEOUT",
+    "GEMINI_BASE_URL",
     "ChatClient",
     "ClientConfig",
     "ConfigError",

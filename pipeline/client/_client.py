@@ -1,5 +1,5 @@
-"""``ChatClient``: a streaming client for chat completions, the Messages API or the Responses API (``api=``), through
-the pipeline with bounded retry.
+"""``ChatClient``: a streaming client for chat completions, the Messages API, the Responses API or Gemini's
+``streamGenerateContent`` (``api=``), through the pipeline with bounded retry.
 
 The chain, per ``chunks()`` subscription::
 
@@ -57,7 +57,10 @@ __all__ = ["ChatClient"]
 class ChatClient:
     """Streams completions through the pipeline, with bounded retry. ``api`` (default ``"chat"``) chooses the API:
     ``"chat"`` posts to ``{base_url}/chat/completions``, ``"messages"`` to ``{base_url}/messages`` (with
-    ``x-api-key`` and ``anthropic-version`` besides ``Authorization``), ``"responses"`` to ``{base_url}/responses``.
+    ``x-api-key`` and ``anthropic-version`` besides ``Authorization``), ``"responses"`` to ``{base_url}/responses``,
+    ``"gemini"`` to ``{base_url}/models/{model}:streamGenerateContent?alt=sse`` (the key in ``x-goog-api-key`` only,
+    never in the URL; the base URL defaults to Google's, ``GEMINI_BASE_URL``); each format's record says where (path
+    template, query) and which headers carry the key (``pipeline.formats.WIRE_FORMATS``).
 
         client = ChatClient(base_url="http://127.0.0.1:8808/v1", model="seed-bug")
         async for chunk in client.stream([{"role": "user", "content": "hi"}]):
@@ -141,7 +144,8 @@ class ChatClient:
         if "accept-encoding" not in given:  # the encodings the stream's reader inflates a slice at a time (0039)
             headers["Accept-Encoding"] = "gzip, deflate"
         if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
+            if wire.bearer:  # not to Google, which reads Authorization as an OAuth token
+                headers["Authorization"] = f"Bearer {self.config.api_key}"
             if wire.key_header != "authorization":  # the record's own key header, besides Authorization
                 headers[wire.key_header] = self.config.api_key
         return headers

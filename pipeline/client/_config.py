@@ -14,9 +14,12 @@ import attrs
 from operators import DEFAULT_LIMITS, Limits, LlmStreamError
 from pipeline.formats import APIS, WIRE_FORMATS, Api
 
+from .._secrets import register_secret, split_url_key
+
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_TOTAL_TIMEOUT",
+    "GEMINI_BASE_URL",
     "ClientConfig",
     "ConfigError",
     "InsecureBaseUrlWarning",
@@ -31,10 +34,18 @@ DEFAULT_TOTAL_TIMEOUT = 600.0
 """Seconds one attempt may take from the request to the last byte before it fails with ``TIMEOUT`` (time spent
 waiting for the consumer to take what was read is not counted)."""
 
-_KNOWN_HOSTS = {
-    "api.deepseek.com": ("DEEPSEEK_API_KEY", "deepseek-chat"),
-    "api.openai.com": ("OPENAI_API_KEY", "gpt-4o-mini"),
+_KNOWN_HOSTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "api.deepseek.com": (("DEEPSEEK_API_KEY",), "deepseek-chat"),
+    "api.openai.com": (("OPENAI_API_KEY",), "gpt-4o-mini"),
+    # google-genai's order: GOOGLE_API_KEY wins when both are set (google/genai/_api_client.py, get_env_api_key)
+    "generativelanguage.googleapis.com": (("GOOGLE_API_KEY", "GEMINI_API_KEY"), "gemini-2.5-flash"),
 }
+"""Host -> (the environment variables of its provider's key, first wins; the provider's default model)."""
+
+_DEFAULT_BASE_URL = "https://api.deepseek.com/v1"
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+"""The Gemini API's documented base (google-genai's ``https://generativelanguage.googleapis.com/`` and its default
+``v1beta``): ``api="gemini"``'s default base URL."""
 
 
 class ConfigError(LlmStreamError, ValueError):
@@ -77,7 +88,11 @@ def is_loopback(base_url: str) -> bool:
 
 @attrs.frozen
 class ClientConfig:
-    """Where to send requests. ``api_key`` is never shown in a repr, a message or a log line."""
+    """Where to send requests. ``api_key`` is never shown in a repr, a message or a log line.
+
+    A key in the base URL's query (``?key=...``, Google's documented style; also ``api_key``) is moved out of it:
+    it becomes ``api_key`` (when none is given; a different one is a ``ConfigError``) and travels in the API's key
+    header (``x-goog-api-key`` for Gemini), never in the URL; ``base_url`` keeps its other parameters."""
 
     base_url: str
     model: str
@@ -87,16 +102,21 @@ class ClientConfig:
     total_timeout: float = DEFAULT_TOTAL_TIMEOUT
     limits: Limits = DEFAULT_LIMITS
     api: Api = attrs.field(default="chat", validator=lambda _, __, value: _check_api(value))
-    """Which API the requests speak: ``"chat"`` (``/chat/completions``), ``"messages"`` (``/messages``) or
-    ``"responses"`` (``/responses``); docs/decisions/0027-request-shapes.md."""
+    """Which API the requests speak: ``"chat"`` (``/chat/completions``), ``"messages"`` (``/messages``),
+    ``"responses"`` (``/responses``) or ``"gemini"`` (``/models/{model}:streamGenerateContent?alt=sse``, the key in
+    ``x-goog-api-key`` only); docs/decisions/0027-request-shapes.md, 0071-gemini-format.md."""
 
     @property
     def url(self) -> str:
         """The URL requests are posted to: the base URL and the API's path (its record's template, the model filled
-        in where it carries one)."""
-        return f"{self.base_url}{WIRE_FORMATS[self.api].url_path(self.model)}"
+        in where it carries one), then the record's query if it has one (``?alt=sse``)."""
+        return f"{self.base_url}{WIRE_FORMATS[self.api].target(self.model)}"
 
     def __attrs_post_init__(self) -> None:
+        base_url, url_key = _url_key(self.base_url, self.api_key)
+        if url_key is not None:
+            object.__setattr__(self, "base_url", base_url)  # attrs' documented way to set a frozen field in post-init
+            object.__setattr__(self, "api_key", url_key)
         parts = urlsplit(self.base_url)
         if parts.scheme.lower() == "http" and not is_loopback(self.base_url):
             where = f"http://{parts.netloc.rpartition('@')[2]}"  # no user info: it could hold a secret
@@ -123,22 +143,31 @@ class ClientConfig:
     ) -> ClientConfig:
         """Each setting from the first of (docs/decisions/0020-environment-and-logging.md):
 
-        - base URL: ``base_url``, ``LLM_STREAM_BASE_URL``, ``OPENAI_BASE_URL``, then ``https://api.deepseek.com/v1``;
-        - API key: ``api_key``, ``LLM_STREAM_API_KEY``, ``OPENAI_API_KEY``, then the key the host's provider names
-          (``DEEPSEEK_API_KEY`` for ``api.deepseek.com``); ``OPENAI_API_KEY`` is sent only to ``api.openai.com`` or
-          to the origin of ``OPENAI_BASE_URL``, never to another host by accident;
-        - model: ``model``, ``LLM_STREAM_MODEL``, then the provider's default (``clean`` on loopback);
+        - base URL: ``base_url``, ``LLM_STREAM_BASE_URL``, ``OPENAI_BASE_URL`` (not for ``api="gemini"``: it names
+          an OpenAI-compatible endpoint), then ``https://api.deepseek.com/v1``, or for ``api="gemini"`` Google's
+          ``https://generativelanguage.googleapis.com/v1beta`` (``GEMINI_BASE_URL``);
+        - API key: ``api_key``, a ``?key=`` in that base URL (moved out of it), ``LLM_STREAM_API_KEY``,
+          ``OPENAI_API_KEY``, then the key the host's provider names (``DEEPSEEK_API_KEY`` for
+          ``api.deepseek.com``; ``GOOGLE_API_KEY``, else ``GEMINI_API_KEY``, for
+          ``generativelanguage.googleapis.com``, google-genai's order); ``OPENAI_API_KEY`` is sent only to
+          ``api.openai.com`` or to the origin of ``OPENAI_BASE_URL``, and a provider's key only to its host, never to
+          another host by accident;
+        - model: ``model``, ``LLM_STREAM_MODEL``, then the provider's default (``gemini-2.5-flash`` for Google's
+          host; ``clean`` on loopback);
         - API: ``api``, then ``"chat"``.
 
         A non-loopback URL needs a key and a model (``ConfigError`` says which variable to set)."""
         env = os.environ if env is None else env
         openai_url = (env.get("OPENAI_BASE_URL") or "").strip()
-        url = (base_url or env.get("LLM_STREAM_BASE_URL") or openai_url or "https://api.deepseek.com/v1").rstrip("/")
+        fallback = (None, GEMINI_BASE_URL) if api == "gemini" else (openai_url, _DEFAULT_BASE_URL)
+        chosen_url = base_url or env.get("LLM_STREAM_BASE_URL") or fallback[0] or fallback[1]
+        url, url_key = _url_key(chosen_url, api_key)  # before any message names the URL
+        url = url.rstrip("/")
         host = urlsplit(url).hostname or ""
         known = _KNOWN_HOSTS.get(host)
         openai_key = env.get("OPENAI_API_KEY") if _openai_key_may_go_to(url, openai_url) else None
-        provider_key = env.get(known[0]) if known else None
-        key = api_key or env.get("LLM_STREAM_API_KEY") or openai_key or provider_key
+        provider_key = next((env[name] for name in known[0] if env.get(name)), None) if known else None
+        key = api_key or url_key or env.get("LLM_STREAM_API_KEY") or openai_key or provider_key
         chosen_model = model or env.get("LLM_STREAM_MODEL") or (known[1] if known else None)
         if chosen_model is None:
             if not is_loopback(url):
@@ -155,6 +184,21 @@ class ClientConfig:
             limits=DEFAULT_LIMITS if limits is None else limits,
             api="chat" if api is None else api,
         )
+
+
+def _url_key(url: str, api_key: str | None) -> tuple[str, str | None]:
+    """``(url without its key parameters, the key it carried)``, the key registered with the log filter; a key that
+    differs from ``api_key`` (or two different ones) is a ``ConfigError`` that quotes neither."""
+    try:
+        base, key = split_url_key(url)
+    except ValueError as exc:
+        raise ConfigError(f"base_url: {exc}; give the key once, as api_key") from None
+    if key is None:
+        return url, None
+    register_secret(key)
+    if api_key is not None and api_key != key:
+        raise ConfigError("base_url carries a key (?key=...) that differs from api_key: give one key, as api_key")
+    return base, key
 
 
 def _check_api(value: object) -> None:
@@ -191,9 +235,10 @@ def _openai_key_may_go_to(url: str, openai_url: str) -> bool:
     return bool(openai_url) and _origin(openai_url) == target
 
 
-def _key_hint(known: tuple[str, str] | None, env: Mapping[str, str]) -> str:
-    hint = f"set LLM_STREAM_API_KEY or {known[0]}" if known else "set LLM_STREAM_API_KEY"
-    if env.get("OPENAI_API_KEY") and not (known and known[0] == "OPENAI_API_KEY"):
+def _key_hint(known: tuple[tuple[str, ...], str] | None, env: Mapping[str, str]) -> str:
+    names = ("LLM_STREAM_API_KEY", *(known[0] if known else ()))
+    hint = "set " + (names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}")
+    if env.get("OPENAI_API_KEY") and not (known and "OPENAI_API_KEY" in known[0]):
         hint += (" (OPENAI_API_KEY is set, but it is sent only to api.openai.com or to OPENAI_BASE_URL's host; set "
                  "OPENAI_BASE_URL to this URL to send it here)")
     return hint

@@ -27,6 +27,7 @@ from operators import (
     Retry,
     TextDelta,
     ToolCallBlock,
+    ToolCallKind,
     Usage,
     UsageChunk,
 )
@@ -72,14 +73,23 @@ class AssistantMessage:
         return assistant_message(self.text, self.tool_calls, opaque)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"text", "reasoning", "tool_calls", "usage", "finish": {"kind", "code"}}`` (the CLI's --assembled)."""
+        """``{"text", "reasoning", "tool_calls", "usage", "finish": {"kind", "code"}}`` (the CLI's --assembled); each
+        call ``{"id", "name", ["kind",] "arguments"}``, its kind only when it is not a function (decision 0072)."""
         return {
             "text": self.text,
             "reasoning": self.reasoning,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "tool_calls": [_call_dict(c) for c in self.tool_calls],
             "usage": self.usage.to_dict() if self.usage is not None else None,
             "finish": {"kind": self.finish.kind, "code": self.finish.code},
         }
+
+
+def _call_dict(call: ToolCallBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call.id, "name": call.name}
+    if call.kind != ToolCallKind.FUNCTION:
+        out["kind"] = call.kind
+    out["arguments"] = call.arguments
+    return out
 
 
 class Assembler:

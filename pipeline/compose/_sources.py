@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import httpx
 from reactivex import Observable, abc
@@ -16,7 +16,7 @@ from operators.extend import subscribing_stages
 
 from ._replies import WrapsResponse, http_response_of, is_async_response, response_pieces
 
-__all__ = ["READ_SIZE", "ByteSource", "bytes_source", "pieces_of"]
+__all__ = ["READ_SIZE", "ByteSource", "PieceSource", "bytes_source", "pieces_of"]
 
 READ_SIZE = 64 * 1024
 """Bytes per read when the source is bytes in memory or a file."""
@@ -75,9 +75,25 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
     ``close_on_done`` at a crossed limit) stops the reading at once, before ``subscribe()`` has even returned the
     source's own disposable.
     """
-    make = pieces_of(source, limits)
+    return PieceSource(pieces_of(source, limits))
 
-    def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None) -> abc.DisposableBase:
+
+class PieceSource(Observable[bytes]):
+    """``bytes_source``'s Observable. ``feed(on_next, on_error, on_completed)`` runs it with plain callbacks, no
+    observer wrapped around them: how the default chain subscribes to it (``operators.extend.FusedChain``, a call
+    per read fewer; docs/decisions/0050-fast-path.md, issue 34)."""
+
+    def __init__(self, make: Callable[[], Iterator[bytes]]) -> None:
+        self.make = make
+
+        def subscribe(observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None
+                      ) -> abc.DisposableBase:
+            return self.feed(observer.on_next, observer.on_error, observer.on_completed)
+
+        super().__init__(subscribe)
+
+    def feed(self, on_next: Callable[[bytes], None], on_error: Callable[[Exception], None],
+             on_completed: Callable[[], None]) -> abc.DisposableBase:
         disposed = False
         subscribers = subscribing_stages()
 
@@ -89,32 +105,27 @@ def bytes_source(source: ByteSource, limits: Limits | None = None) -> Observable
             if disposed:
                 return True
             for subscriber in subscribers:  # noqa: SIM110
-                if getattr(subscriber, "is_disposed", False):
+                if subscriber.is_disposed:
                     return True
             return False
 
-        def run(*_: Any) -> None:
-            pieces = make()
-            try:
-                for piece in pieces:
-                    observer.on_next(piece)
-                    if disposed:  # stopped() inlined: checked before the next read is pulled
-                        return
-                    for subscriber in subscribers:
-                        if getattr(subscriber, "is_disposed", False):
-                            return
-            except Exception as exc:  # a failing file or iterator ends the response, it does not escape
-                if not stopped():
-                    observer.on_error(exc)
-                return
-            finally:
-                close = getattr(pieces, "close", None)
-                if close is not None:
-                    close()
+        pieces = self.make()
+        try:
+            for piece in pieces:
+                on_next(piece)
+                if disposed:  # stopped() inlined: checked before the next read is pulled
+                    return Disposable(stop)
+                for subscriber in subscribers:  # (SingleAssignmentDisposables: no getattr, a slot)
+                    if subscriber.is_disposed:
+                        return Disposable(stop)
+        except Exception as exc:  # a failing file or iterator ends the response, it does not escape
             if not stopped():
-                observer.on_completed()
-
-        run()
+                on_error(exc)
+            return Disposable(stop)
+        finally:
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()
+        if not stopped():
+            on_completed()
         return Disposable(stop)
-
-    return Observable(subscribe)

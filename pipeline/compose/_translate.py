@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reactivex import Observable
+from reactivex import Observable, abc
 
 from operators import (
     Anomaly,
@@ -30,9 +30,9 @@ from operators import (
     Signal,
     parse_stream,
 )
-from operators.extend import CHUNK_TYPES, Operator, StreamFailure, default_chain, default_rules
+from operators.extend import CHUNK_TYPES, FusedChain, Operator, StreamFailure, default_chain, default_rules
 
-from .._chunk_stage import ChunkStage, chunk_operator
+from .._chunk_stage import ChunkStage
 from .._logging import get_logger
 from ._sources import ByteSource, bytes_source
 
@@ -56,8 +56,9 @@ class _ToChunks(ChunkStage[Batch[Signal], Chunk]):
 
     def on_item(self, item: Batch[Signal], out: list[Chunk]) -> None:
         signal: Any
+        keep = self.keep
         for signal in item:
-            if type(signal) in self.keep:
+            if type(signal) in keep:
                 out.append(signal)
                 if type(signal) is Finish:
                     self.finished = True
@@ -77,11 +78,72 @@ class _ToChunks(ChunkStage[Batch[Signal], Chunk]):
         out.append(Finish(FinishReason.error(Code.UNKNOWN, "the pipeline ended without a finish")))
 
 
+def _kept(anomalies: bool) -> tuple[type, ...]:
+    return CHUNK_TYPES if anomalies else tuple(t for t in CHUNK_TYPES if t is not Anomaly)
+
+
 def to_chunks(*, anomalies: bool = False) -> Operator[Batch[Signal], Chunk]:
     """The last stage: batches to single public chunks (anomalies only when asked for), guaranteeing exactly one
-    finish, last. An error that reached this point becomes an ``UNKNOWN`` error finish."""
-    keep = CHUNK_TYPES if anomalies else tuple(t for t in CHUNK_TYPES if t is not Anomaly)
-    return chunk_operator(lambda: _ToChunks(keep))
+    finish, last. An error that reached this point becomes an ``UNKNOWN`` error finish.
+
+    ``chunk_operator(_ToChunks)`` with its per-batch path written out: it runs once per read, where a stage's
+    ``on_item`` call, its list and the emitting loop cost ~2,000 instructions (docs/decisions/0050-fast-path.md,
+    issue 34); the ends are the stage's."""
+    keep = _kept(anomalies)
+
+    def operator(source: Observable[Batch[Signal]]) -> Observable[Chunk]:
+        if isinstance(source, FusedChain):  # the default chain: its chunks straight from the read (decision 0050)
+            return source.chunks(keep, lambda: _ToChunks(keep))
+
+        def subscribe(observer: abc.ObserverBase[Chunk], scheduler: abc.SchedulerBase | None = None
+                      ) -> abc.DisposableBase:
+            state = _ToChunks(keep)
+            done = False
+            send = observer.on_next
+
+            def on_next(batch: Batch[Signal]) -> None:  # _ToChunks.on_item and the emitting, written out
+                nonlocal done
+                if done:
+                    return
+                signal: Any
+                for signal in batch:
+                    if type(signal) in keep:
+                        send(signal)
+                        if type(signal) is Finish:
+                            done = True
+                            observer.on_completed()
+                            return
+
+            def on_error(error: Exception) -> None:
+                nonlocal done
+                if done:
+                    return
+                done = True
+                out: list[Chunk] = []
+                handled = state.on_failure(error, out)
+                for made in out:
+                    send(made)
+                if handled:
+                    observer.on_completed()
+                else:
+                    observer.on_error(error)
+
+            def on_completed() -> None:
+                nonlocal done
+                if done:
+                    return
+                done = True
+                out: list[Chunk] = []
+                state.on_end(out)
+                for made in out:
+                    send(made)
+                observer.on_completed()
+
+            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+
+        return Observable(subscribe)
+
+    return operator
 
 
 def apply(observable: Observable[Batch[Signal]], rules: Iterable[Rule]) -> Observable[Batch[Signal]]:
@@ -141,5 +203,10 @@ def collect(
 ) -> list[Chunk]:
     """Every chunk of a synchronous source, as a list (``format`` as for ``translate``)."""
     out: list[Chunk] = []
-    translate(source, anomalies=anomalies, rules=rules, limits=limits, format=format).subscribe(on_next=out.append)
+    batches = translate_batches(source, rules=rules, limits=limits, format=format, comments=anomalies)
+    if isinstance(batches, FusedChain):  # the default chain: its chunks appended as it reads (decision 0050)
+        keep = _kept(anomalies)
+        batches.send_chunks(keep, _ToChunks(keep), out.append)
+    else:
+        to_chunks(anomalies=anomalies)(batches).subscribe(on_next=out.append)
     return out

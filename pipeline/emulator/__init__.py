@@ -14,7 +14,9 @@ Everything else here imports and works without it. To add a profile, see ``pipel
 It also speaks two more streaming APIs, each with its own profiles in its own package: ``POST /v1/messages``
 (Anthropic Messages, ``messages/``) and ``POST /v1/responses`` (OpenAI Responses, ``responses/``), routed by
 ``_formats.py``; see docs/emulator-formats.md. ``GET /v1/models`` lists every format's profiles
-(``emulator/<profile>``, ``emulator/messages/<profile>``, ``emulator/responses/<profile>``).
+(``emulator/<profile>``, ``emulator/messages/<profile>``, ``emulator/responses/<profile>``). Gemini's package
+(``gemini/``, ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse``, models ``emulator-gemini-<profile>``) is
+served once its records are registered.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
     GET  /v1/models             (also /models)             a model per profile of each format (``listed_models``)
     POST /v1/messages           (also /messages)           Anthropic Messages streaming (``_formats.py``)
     POST /v1/responses          (also /responses)          OpenAI Responses streaming (``_formats.py``)
+    POST <each other format's record's path, under its prefixes>  (``_formats.py``; Gemini's carries ``{model}``)
 
 A ``"stream": false`` request gets the ``chat.completion`` the pipeline assembles from the profile's stream
 (``_completion.py``; faults that live in the SSE framing then do not apply) and the same HTTP error for error
@@ -176,7 +177,8 @@ class Gateway:
         return endpoint
 
     async def _format_endpoint(self, request: Request, format_name: str) -> Response:
-        """``POST /v1/messages`` and ``POST /v1/responses``: stream only, errors in the API's own shape."""
+        """``POST /v1/messages``, ``POST /v1/responses`` (and any format ``FORMATS`` lists): stream only, errors in
+        the API's own shape."""
         api = FORMATS[format_name]
         body, headers, knobs = await _read(request)
         profile = ""
@@ -184,8 +186,9 @@ class Gateway:
             if not isinstance(body, dict):
                 raise RequestError(400, f"The request body must be a JSON object (a request in {api.title}).")
             where = (request.url.path, request.url.query)
-            profile = choose_format_profile(api, knobs, body, self.config, self.state, where)
-            script = format_script(api, knobs, body, profile)
+            asked = _with_path_model(body, request)
+            profile = choose_format_profile(api, knobs, asked, self.config, self.state, where)
+            script = format_script(api, knobs, asked, profile)
         except RequestError as error:
             self.state._record(RecordedRequest(profile, request.method, request.url.path, body, headers))
             return JSONResponse(format_error(api, error), status_code=error.status)
@@ -193,6 +196,14 @@ class Gateway:
         if not script.is_event_stream:
             return Response(script.body, script.status, dict(script.headers), script.content_type)
         return _ScriptResponse(script, self)
+
+
+def _with_path_model(body: dict[str, Any], request: Request) -> dict[str, Any]:
+    """The body as the profile is chosen from: a path that carries the model (``{model}``, Gemini's) gives the
+    request's model when the body names none, as the body's ``model`` does for the other formats (the recorded body
+    stays as sent)."""
+    model = request.path_params.get("model")
+    return body if model is None or "model" in body else {**body, "model": model}
 
 
 async def _read(request: Request) -> tuple[Any, dict[str, str], Knobs]:

@@ -17,11 +17,14 @@ from typing import Any, Final
 import attrs
 
 from .._logging import register_key_headers
+from ._addressing import family_pattern
 from ._registry import WIRE_FORMATS, WireFormat
 
 __all__ = ["WIRE_REGISTRY", "WireRegistry"]
 
 _BEARER = "authorization"
+_PATHS_KEPT = 256
+_PATH_LONGEST = 512
 
 
 def _unique(names: list[str]) -> tuple[str, ...]:
@@ -32,23 +35,36 @@ def _records(records: Iterable[WireFormat]) -> tuple[WireFormat, ...]:
     return tuple(records)
 
 
-def _first_segment(path: str) -> str:
-    return path.split("/", 1)[0]
-
-
 @attrs.frozen
 class WireRegistry:
     """The lookups over ``records`` (in order: the first record whose path a request's path ends with is its
     format)."""
 
     records: tuple[WireFormat, ...] = attrs.field(converter=_records)
+    _paths: dict[str, WireFormat | None] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+    """``by_path``'s answers for the paths asked (at most ``_PATHS_KEPT``): every request asks it (decision 0073)."""
+    _names: tuple[tuple[str, ...], frozenset[str], frozenset[str]] = attrs.field(init=False, eq=False, repr=False)
+    """The header sets, found once (the records are fixed): asked on every request by the transport and the proxy."""
 
     def __attrs_post_init__(self) -> None:
+        keys = _unique([_BEARER, *(record.key_header for record in self.records)])
+        secret = frozenset(_unique([*keys, *(h for record in self.records for h in record.secret_headers)]))
+        forward = frozenset(_unique([name for record in self.records for name in record.forward_headers]))
+        object.__setattr__(self, "_names", (keys, secret, forward))
         register_key_headers(self.secret_headers)  # the log filter redacts their values wherever a message quotes one
 
     def by_path(self, path: str) -> WireFormat | None:
         """The format whose path template ``path`` ends with (trailing ``/`` ignored), else ``None``."""
-        return next((record for record in self.records if record.matches(path)), None)
+        try:
+            return self._paths[path]
+        except KeyError:
+            pass
+        found = next((record for record in self.records if record.matches(path)), None)
+        if len(path) <= _PATH_LONGEST:
+            if len(self._paths) >= _PATHS_KEPT:
+                self._paths.clear()
+            self._paths[path] = found
+        return found
 
     def by_endpoint(self, relative: str) -> WireFormat | None:
         """The format whose path template is exactly ``relative`` (leading and trailing ``/`` ignored; ``{model}``
@@ -66,17 +82,17 @@ class WireRegistry:
     @property
     def key_headers(self) -> tuple[str, ...]:
         """Every header a key comes in: ``authorization`` (``Bearer <key>``) first, then each record's own."""
-        return _unique([_BEARER, *(record.key_header for record in self.records)])
+        return self._names[0]
 
     @property
     def secret_headers(self) -> frozenset[str]:
         """Every header that carries a credential: the key headers and each record's ``secret_headers``."""
-        return frozenset(_unique([*self.key_headers, *(h for record in self.records for h in record.secret_headers)]))
+        return self._names[1]
 
     @property
     def forward_headers(self) -> frozenset[str]:
         """The formats' own headers the proxy forwards (version, beta, organisation)."""
-        return frozenset(_unique([name for record in self.records for name in record.forward_headers]))
+        return self._names[2]
 
     def api_key(self, get: Callable[[str], str | None]) -> str | None:
         """The key a request carries, ``get`` giving a header's value by its lower-case name: ``Authorization:
@@ -93,10 +109,14 @@ class WireRegistry:
 
     def upstream_key_header(self, relative: str) -> str:
         """The header a key for a request to ``relative`` (the path under the API's base) goes in: that of the format
-        whose path template begins with the same segment (``messages/count_tokens``: ``x-api-key``), else
+        whose path template the path ends with (Vertex AI's ``projects/.../models/m:streamGenerateContent``), else of
+        the format whose endpoint family the path is in (``family_pattern``: ``messages/count_tokens`` is
+        ``x-api-key``'s, ``models/m:countTokens`` ``x-goog-api-key``'s, OpenAI's ``models`` no format's), else
         ``authorization`` (as ``Bearer <key>``)."""
-        segment = _first_segment(relative)
-        record = next((r for r in self.records if _first_segment(r.path.lstrip("/")) == segment), None)
+        path = relative.split("?", 1)[0].strip("/")
+        record = self.by_path("/" + path)
+        if record is None:
+            record = next((r for r in self.records if family_pattern(r.path).match(path)), None)
         return _BEARER if record is None else record.key_header
 
     def upstream_key(self, relative: str, key: str) -> tuple[str, str]:

@@ -1,9 +1,11 @@
 """``RequestOptions``: what a request asks for besides the conversation, written once for every format.
 
-The three request builders (``chat_request``, ``messages_request``, ``responses_request``) and ``ChatClient`` take the
-same options; each builder maps them to its format's fields (docs/decisions/0027-request-shapes.md): ``max_tokens``
-is the Messages API's ``max_tokens`` (4096 unless given) and the Responses API's ``max_output_tokens``; ``stop`` is
-the Messages API's ``stop_sequences`` and refused by the Responses API; ``tool_choice`` is given in chat shape.
+The request builders (``chat_request``, ``messages_request``, ``responses_request``, ``gemini_request``) and
+``ChatClient`` take the same options; each builder maps them to its format's fields (docs/decisions/
+0027-request-shapes.md): ``max_tokens`` is the Messages API's ``max_tokens`` (4096 unless given), the Responses API's
+``max_output_tokens`` and Gemini's ``generationConfig.maxOutputTokens``; ``stop`` is the Messages API's
+``stop_sequences``, Gemini's ``stopSequences`` and refused by the Responses API; ``tool_choice`` is given in chat
+shape (Gemini's ``toolConfig.functionCallingConfig``).
 """
 
 from __future__ import annotations

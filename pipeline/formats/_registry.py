@@ -1,11 +1,12 @@
 """The pipeline side of the wire-format registry: one ``WireFormat`` record per format, keyed by the names of
 ``operators.FORMATS`` (the operators side: each format's name, detection and parser, ``operators/_parse_format.py``).
 
-Who reads a record: ``ChatClient`` (``api=`` is a record's name: the path it posts to, the headers, the key header,
-the body builder), ``ClientConfig`` (which names exist), the emulator (the routes it serves, the title, whether a
-request asks to stream), the CLI (``chat --api``, ``replay --format``), the sanitizing transport (which requests it
-repairs, where their key is) and the proxy (its header allow-list, the upstream key's header, span names); all but
-the first three through the lookups over every record, ``WireRegistry`` (``_lookup.py``). What only a layer above
+Who reads a record: ``ChatClient`` (``api=`` is a record's name: the path and query it posts to, the headers, the
+key header and whether the key also goes as ``Authorization: Bearer``, the body builder), ``ClientConfig`` (which
+names exist), the emulator (the routes it serves, the title, whether a request asks to stream), the CLI (``chat
+--api``, ``replay --format``), the sanitizing transport (which requests it repairs, where their key is) and the proxy
+(its header allow-list, the upstream key's header, span names); all but the first three through the lookups over
+every record, ``WireRegistry`` (``_lookup.py``). What only a layer above
 knows of a format is that layer's own record keyed by the same name: the emulator's profiles
 (``pipeline/emulator/_formats.py``), the sanitizer's repairer and error body (``pipeline/sanitize/_formats.py``).
 
@@ -23,15 +24,16 @@ import attrs
 
 from operators import FORMATS, Format
 
-from ._addressing import StreamTest, body_says_stream, fill_path, path_pattern
+from ._addressing import StreamTest, body_says_stream, fill_path, path_pattern, query_suffix, url_says_stream
 from ._requests import Builder, chat_request
+from .gemini import gemini_request
 from .messages import messages_request
 from .responses import responses_request
 
 __all__ = ["ANTHROPIC_VERSION", "APIS", "WIRE_FORMATS", "Api", "WireFormat", "wire_format"]
 
 Api: TypeAlias = Format
-"""A wire format's name, as ``ChatClient(api=...)`` takes it: ``"chat"``, ``"messages"`` or ``"responses"``."""
+"""A wire format's name, as ``ChatClient(api=...)`` takes it: one of ``APIS`` (``"chat"``, ``"messages"``, ...)."""
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 """The ``anthropic-version`` header of a Messages API request, unless the client's ``headers`` give one."""
@@ -62,8 +64,8 @@ class WireFormat:
     body says ``"stream": true``."""
     key_header: str = "authorization"
     """The header the format's server reads the key from: ``authorization`` (as ``Bearer <key>``) or a header that
-    carries the key as it is (``x-api-key``). The client sends ``Authorization: Bearer <key>`` in any case, and this
-    header besides; the proxy sends its upstream key in it."""
+    carries the key as it is (``x-api-key``). The client sends ``Authorization: Bearer <key>`` (unless ``bearer`` is
+    false) and this header besides; the proxy sends its upstream key in it."""
     forward_headers: tuple[str, ...] = ()
     """The format's own request headers (version, beta, organisation) the proxy forwards."""
     operation: str = "chat"
@@ -72,11 +74,24 @@ class WireFormat:
     secret_headers: tuple[str, ...] = ()
     """Other headers that carry a credential: never forwarded by the proxy (but as the client's own key), never
     logged, their value redacted as a key."""
+    query: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen)
+    """Query parameters every request's URL carries after the path (Gemini's ``alt=sse``, without which
+    ``:streamGenerateContent`` answers one JSON array instead of a stream); none by default."""
+    bearer: bool = attrs.field(default=True, kw_only=True)
+    """Whether the client also sends the key as ``Authorization: Bearer <key>`` (gateways differ in the header they
+    read). False for a server that reads ``Authorization`` as something else (Google reads it as an OAuth token and
+    refuses an API key there): the key then goes in ``key_header`` only, which must not be ``authorization``."""
     _pattern: re.Pattern[str] = attrs.field(init=False, repr=False, eq=False)
 
     @_pattern.default
     def _compile(self) -> re.Pattern[str]:
         return path_pattern(self.path)
+
+    @bearer.validator
+    def _key_goes_somewhere(self, _: object, bearer: bool) -> None:
+        if not bearer and self.key_header == "authorization":
+            raise ValueError(f"the {self.name} format sends no Authorization: Bearer key (bearer=False), so its "
+                             "key_header must be another header")
 
     @property
     def key_headers(self) -> tuple[str, ...]:
@@ -86,6 +101,11 @@ class WireFormat:
     def url_path(self, model: str | None = None) -> str:
         """The path a request for ``model`` is posted to (the template, ``{model}`` filled in)."""
         return fill_path(self.path, model)
+
+    def target(self, model: str | None = None) -> str:
+        """The path and query a request for ``model`` is posted to under the base URL: ``url_path(model)``, then
+        ``?`` and ``query`` when the format has one (``/models/m:streamGenerateContent?alt=sse``)."""
+        return self.url_path(model) + query_suffix(self.query)
 
     def matches(self, path: str) -> bool:
         """A URL path (trailing ``/`` ignored) is one of this format's: it ends with the path template."""
@@ -97,6 +117,7 @@ class WireFormat:
 
 
 _OPENAI = ("openai-organization", "openai-project", "openai-beta")
+
 
 _RECORDS = (
     WireFormat(
@@ -112,6 +133,18 @@ _RECORDS = (
         forward_headers=("anthropic-version", "anthropic-beta"),
     ),
     WireFormat("responses", "the OpenAI Responses format", "/responses", responses_request, forward_headers=_OPENAI),
+    WireFormat(
+        "gemini",
+        "Google's Gemini format",
+        "/models/{model}:streamGenerateContent",
+        gemini_request,
+        streams=url_says_stream(":streamGenerateContent", {"alt": "sse"}),
+        key_header="x-goog-api-key",
+        forward_headers=("x-goog-api-client", "x-goog-user-project"),
+        operation="generate_content",
+        query={"alt": "sse"},
+        bearer=False,  # Google reads Authorization as an OAuth token: the key goes in x-goog-api-key only
+    ),
 )
 
 WIRE_FORMATS: Final[Mapping[str, WireFormat]] = MappingProxyType({record.name: record for record in _RECORDS})

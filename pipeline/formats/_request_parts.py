@@ -1,5 +1,6 @@
 """The pieces of a request body every format's builder reads alike (``_requests.py``, ``messages/_request.py``,
-``responses/_request.py``): text and content parts, tool calls, chat tools, the chosen tool, reasoning blocks.
+``responses/_request.py``, ``gemini/_request.py``): text and content parts, tool calls and their arguments as an
+object, chat tools, the chosen tool, reasoning blocks.
 
 Pure helpers, each raising a ``ValueError`` naming the message it cannot express (docs/decisions/
 0027-request-shapes.md).
@@ -7,10 +8,14 @@ Pure helpers, each raising a ``ValueError`` naming the message it cannot express
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
+
+from operators import ToolCallKind
 
 from .._assistant_turn import REASONING_BLOCKS
+from ._errors import ToolKindError
 
 Message = Mapping[str, Any]
 
@@ -55,8 +60,18 @@ def _call_id_of(message: Message, number: int) -> str:
     return call_id
 
 
-def _tool_calls(message: Message, number: int) -> list[tuple[str, str, object]]:
-    """``(id, name, arguments)`` of each of an assistant message's tool calls."""
+class _Call(NamedTuple):
+    """One tool call of an assistant message: its id, name, arguments (as given) and kind (its ``type``)."""
+
+    id: str
+    name: str
+    arguments: object
+    kind: str
+
+
+def _kinded_calls(message: Message, number: int) -> list[_Call]:
+    """Each of an assistant message's tool calls, of any kind: ``type`` is the kind, absent or None a function
+    (decision 0072)."""
     calls = []
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, Mapping) else None
@@ -65,8 +80,59 @@ def _tool_calls(message: Message, number: int) -> list[tuple[str, str, object]]:
         if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
             raise ValueError(f"message {number}: a tool call needs a non-empty id and function.name, got {call!r:.120}")
         assert isinstance(function, Mapping)
-        calls.append((call_id, name, function.get("arguments")))
+        assert isinstance(call, Mapping)
+        calls.append(_Call(call_id, name, function.get("arguments"), _kind_of(call, number)))
     return calls
+
+
+def _kind_of(call: Mapping[str, Any], number: int) -> str:
+    kind = call.get("type")
+    if kind is None:
+        return ToolCallKind.FUNCTION
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"message {number}: a tool call's type is its kind, a non-empty string, got {kind!r:.40}")
+    return kind
+
+
+def _tool_calls(message: Message, number: int, api: str) -> list[tuple[str, str, object]]:
+    """``(id, name, arguments)`` of each of an assistant message's tool calls, every one a function call: another
+    kind is a ``ToolKindError`` naming ``api``."""
+    calls = _kinded_calls(message, number)
+    for call in calls:
+        _refuse_kind(call.kind, call.id, number, api)
+    return [(call.id, call.name, call.arguments) for call in calls]
+
+
+def _refuse_kinds(message: Message, number: int, api: str) -> None:
+    """``ToolKindError`` for the first tool call of ``message`` that is not a function; a message sent as it is (chat
+    completions) is otherwise not checked here."""
+    for call in message.get("tool_calls") or ():
+        if isinstance(call, Mapping) and call.get("type") is not None:
+            _refuse_kind(_kind_of(call, number), call.get("id"), number, api)
+
+
+def _refuse_kind(kind: str, call_id: object, number: int, api: str) -> None:
+    if kind != ToolCallKind.FUNCTION:
+        raise ToolKindError(
+            f"message {number}: tool call {call_id!r:.60} is a {kind!r} call, which {api} has no form for: only the "
+            "Responses API (api='responses') takes calls that are not functions (docs/decisions/"
+            "0072-client-run-tool-calls.md)"
+        )
+
+
+def _arguments_object(arguments: object) -> dict[str, Any]:
+    """A tool call's arguments as the object an API that takes them parsed wants (a Messages ``tool_use`` block's
+    ``input``, a Gemini ``functionCall``'s ``args``): the arguments' JSON object, else ``{}`` (blank, bad JSON, not
+    an object: the tool's result, already in the history, says what was wrong)."""
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if not isinstance(arguments, str):
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _function_of(tool: Mapping[str, Any]) -> Mapping[str, Any] | None:

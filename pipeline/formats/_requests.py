@@ -17,7 +17,9 @@ Shared by every builder:
   server tool such as ``{"type": "web_search"}``).
 
 A conversation these functions cannot express (an unknown role, a tool call without an id or a name, a content part
-of an unknown type) is a ``ValueError`` that says which message.
+of an unknown type) is a ``ValueError`` that says which message; a tool call that is not a function (its ``type`` is
+another kind: decision 0072) is a ``ToolKindError`` (a ``ValueError``) from every builder but the Responses API's,
+which sends each kind as its own item.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 from .._assistant_turn import REASONING_BLOCKS
 from ._options import RequestOptions
-from ._request_parts import Message, _text
+from ._request_parts import Message, _refuse_kinds, _text
 
 __all__ = ["Builder", "chat_request"]
 
@@ -41,6 +43,9 @@ def chat_request(
     as keywords (``tools=...``)."""
     tools, system, temperature, max_tokens, stop, tool_choice = RequestOptions.of(options, fields).values()
     out = [{"role": "system", "content": system}] if system is not None else []
+    for number, message in enumerate(messages):
+        if isinstance(message, Mapping):
+            _refuse_kinds(message, number, "chat completions")
     body: dict[str, Any] = {
         "model": model,
         "messages": out + [_without_reasoning_blocks(m) for m in messages],

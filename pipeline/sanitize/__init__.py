@@ -4,7 +4,8 @@ through.
 
 It repairs a streamed response in place (``ChatRepair`` for chat completions: each event forwarded as the upstream
 sent it unless a rule must change it; docs/decisions/0032-repair-dont-rewrite.md; ``MessagesRepair`` and
-``ResponsesRepair`` for the Messages and Responses APIs, decision 0036) and leave retrying to the client
+``ResponsesRepair`` for the Messages and Responses APIs, decision 0036; ``GeminiRepair`` for Google's Gemini
+stream, decision 0071) and leave retrying to the client
 (docs/decisions/0033-one-retry-layer.md); everything else passes through untouched.
 
 Deprecated: ``Sanitizer`` and ``OpenAIEncoder``, the earlier re-encoding of the operators' chunks as OpenAI SSE (no
@@ -31,11 +32,12 @@ from ._encode import usage_json
 from ._formats import error_body
 from ._repair import StreamRepair
 from ._transport import OBSERVER_EXTENSION, Mode, SanitizingTransport
+from .gemini import GeminiRepair
 from .messages import MessagesRepair
 from .responses import ResponsesRepair
 
-__all__ = ["OBSERVER_EXTENSION", "ChatRepair", "MessagesRepair", "Mode", "ResponsesRepair", "SanitizingTransport",
-           "StreamRepair", "error_body", "usage_json"]
+__all__ = ["OBSERVER_EXTENSION", "ChatRepair", "GeminiRepair", "MessagesRepair", "Mode", "ResponsesRepair",
+           "SanitizingTransport", "StreamRepair", "error_body", "usage_json"]
 
 _publish(globals())  # each name's __module__ is this face (docs/architecture.md, "One path per name")
 

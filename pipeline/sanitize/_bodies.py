@@ -6,6 +6,12 @@ the ``Failure`` (the transport answers it as an HTTP error or retries). The body
 the client reads it. After the first byte a failure is the in-band error event the repairer writes; a body the
 upstream cut stays cut (the body raises the client's own ``RemoteProtocolError`` / ``ReadTimeout`` after that event).
 
+A stream that finished (its ``[DONE]``, ``message_stop``, ...) is not read on for its content: what follows is only
+the body's end (the last chunk), which ``_drain`` reads when it comes within ``DRAIN_S`` and ``DRAIN_BYTES``, so the
+connection goes back to the pool instead of being closed (a new connection per request costs a TCP, and upstream a
+TLS, handshake: decision 0073). Anything else after the finish is discarded unread, as before, and the connection
+closed.
+
 A read deadline counts from the last event the repairer read, forwarded or held (``held_events``: empty deltas
 before the answer, the arguments of a call not yet identified), not from the last byte: keep-alive comments and pings
 alone do not keep a request alive past the client's read timeout, and an upstream sending an event within each read
@@ -29,6 +35,10 @@ from ._repair import StreamRepair
 __all__ = ["DROPPED_HEADERS", "AsyncBody", "Bytes", "Deadline", "SyncBody", "relay_headers"]
 
 DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
+DRAIN_S = 0.02
+"""Seconds a finished stream's body end may take to come before its connection is closed instead of reused."""
+DRAIN_BYTES = 65536
+"""Bytes after a finished stream read at most to reach its body end (more: the connection is closed)."""
 _CUT_CODES = frozenset({Code.STREAM_CLOSED, Code.TRANSPORT, Code.TIMEOUT})
 
 
@@ -204,6 +214,8 @@ class AsyncBody(AsyncStream):
                 held.append(_step(repair, read, deadline))
                 size = _bound(repair, size + len(held[-1]), buffered)
                 if repair.failure is not None or repair.finish is not None or not isinstance(read, bytes):
+                    if repair.failure is None and isinstance(read, bytes):
+                        await _drain(reads)
                     await upstream.aclose()
                     return _held(hx, upstream, repair, held)
                 if held[-1] and not buffered:
@@ -224,9 +236,25 @@ class AsyncBody(AsyncStream):
             cut = _cut(self._hx, self._repair)
             if cut is not None:
                 raise cut
+            if self._repair.failure is None:
+                await _drain(self._reads)
         finally:
             await self.aclose()
 
     async def aclose(self) -> None:
         self._repair.dispose()
         await self._upstream.aclose()
+
+
+async def _drain(reads: AsyncIterator[bytes]) -> None:
+    """Reads what follows a finished stream until the body's end, if it comes within ``DRAIN_S`` and ``DRAIN_BYTES``
+    (the connection is then reusable); otherwise gives up, and closing the response closes the connection."""
+    size = 0
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            while isinstance(read := await _anext(reads), bytes):
+                size += len(read)
+                if size > DRAIN_BYTES:
+                    return
+    except TimeoutError:
+        return

@@ -14,12 +14,9 @@ Each upstream event goes to the client as the upstream sent it (its own bytes) u
 - an in-band error, a malformed event, a cut: the stream's failure (``failure``), written as OpenAI's in-band
   ``data: {"error": ...}`` event naming our code when a byte was already released;
 - the request's API key, should the upstream echo it, is replaced in whatever is forwarded.
-
-Everything else (logprobs, every choice of ``n > 1``, refusal, reasoning fields, content filter, empty content,
-``id`` / ``model`` / ``system_fingerprint`` / ``service_tier``, usage, unknown fields) passes untouched. Most events
-take the fast path: a few byte searches prove the event needs no rule (no tool call, no finish, no error) and it is
-forwarded without being decoded. Until the first event that carries something (text, an identified call, a finish)
-events are held, so a failure found before it is still an HTTP error the client's retry loop can retry.
+Everything else (logprobs, choices of ``n > 1``, refusal, reasoning, content filter, ids, usage, unknown fields) passes
+untouched; most events take the fast path (byte searches prove no rule reads them). Events are held until the first
+that carries something, so a failure found before it is still an HTTP error the client's retry loop can retry.
 """
 
 from __future__ import annotations
@@ -36,7 +33,7 @@ from operators.wire import decode_chunk
 
 from ._chat_bounds import Opening, choices_bound, decoded, guarded
 from ._chat_calls import Choice
-from ._chat_fast import Kept, plain_events, text_shape
+from ._chat_fast import Kept, plain_events, plain_prefix, text_shape
 from ._encode import error_event
 
 __all__ = ["ChatRepair"]
@@ -100,8 +97,7 @@ class ChatRepair:
                 if (len(data) > len(prefix) + len(suffix) and b'"' not in text and b"\n" not in text
                         and b"\r" not in text and not text.endswith(b"\\")):
                     return data  # its text cannot end the string, the event, or escape the quote that ends it
-            if (data.endswith(b"\n\n") and b"\r" not in data
-                    and plain_events(data, events := data.count(b"\n\n"), self._key)):
+            if b"\r" not in data and (events := plain_events(data, self._key)):
                 if events == 1:
                     self._shape = text_shape(data)
                 return data  # the common read: whole events no rule reads, nothing buffered
@@ -127,10 +123,14 @@ class ChatRepair:
                 whole = True
                 last = buf.rfind(b"\n\n") + 2
                 block = buf[start:last] if start or last != len(buf) else buf
-                if last > start + 1 and plain_events(block, block.count(b"\n\n"), self._key):
+                if last > start + 1 and plain_events(block, self._key):
                     out.append(block)
                     start = last
                     break
+                cut = plain_prefix(buf, start, last, self._key)  # the read's last events need a rule: the ones before
+                if cut > start and plain_events(prefix := buf[start:cut], self._key):
+                    out.append(prefix)  # still pass at once (a finish after thousands of deltas, in one read)
+                    start = cut
             end = buf.find(b"\n\n", start)
             if end < 0:
                 break
@@ -192,7 +192,7 @@ class ChatRepair:
     # -- one event ----------------------------------------------------------------------------------------------------
 
     def _event(self, event: bytes) -> bytes:
-        if self._released and not self._strict and plain_events(event, 1, self._key):
+        if self._released and not self._strict and plain_events(event, self._key) == 1:
             return event  # the fast path: nothing here any rule reads
         return guarded(self._slow, event, self._fail)  # an exception on an odd JSON value: MALFORMED_RESPONSE
 

@@ -3,13 +3,15 @@ both ``httpx.Client`` and ``httpx2.Client`` (openai >= 3 and anthropic >= 2 buil
 on httpx), and ``flavour(request)``: the module whose ``Response``, errors and default transports answer a request.
 
 httpx2 is an API-compatible fork of httpx with its own classes; a client checks ``isinstance`` against its own
-``BaseTransport`` and ``SyncByteStream``/``AsyncByteStream``, so our classes derive from both modules' bases.
+``SyncByteStream``/``AsyncByteStream``, so our response bodies derive from both modules' bases. A transport's class is
+checked by no client, but by SDKs: the anthropic SDK refuses one with an httpx class in its MRO, so at run time our
+transport derives from httpx2's bases when httpx2 is installed (httpx's otherwise), and a type checker sees both.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -40,8 +42,18 @@ __all__ = ["HTTP_ERRORS", "TIMEOUTS", "TRANSPORT_ERRORS", "AsyncStream", "SyncSt
 _SAME = _httpx2 is None or id(_httpx2.SyncByteStream) == id(httpx.SyncByteStream)  # httpx2.alias_httpx() makes them one
 
 
-class Transports(httpx.BaseTransport, httpx.AsyncBaseTransport, _Transport2, _AsyncTransport2):  # type: ignore[misc]
-    """The transport bases of both modules (one class serves sync and async clients of either)."""
+if TYPE_CHECKING:  # to a type checker, a transport of both modules: either client's ``transport=`` takes it
+    class Transports(httpx.BaseTransport, httpx.AsyncBaseTransport, _Transport2, _AsyncTransport2):  # type: ignore[misc]
+        """The transport bases of both modules (one class serves sync and async clients of either)."""
+elif _httpx2 is not None:
+    class Transports(_Transport2, _AsyncTransport2):
+        """httpx2's transport bases alone at run time: the anthropic SDK's ``DefaultHttpxClient`` refuses a transport
+        with any httpx class in its MRO, and google-genai picks its backend from the first one it finds there.
+        httpx's clients never check a transport's class, so they take it too (``SyncStream``, which they do check,
+        keeps both modules' bases)."""
+else:
+    class Transports(httpx.BaseTransport, httpx.AsyncBaseTransport):
+        """httpx's transport bases (httpx2 is not installed)."""
 
 
 if _SAME:

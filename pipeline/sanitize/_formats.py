@@ -17,7 +17,8 @@ from operators import Failure, Limits
 from pipeline.formats import WIRE_FORMATS, WIRE_REGISTRY
 
 from ._chat_repair import ChatRepair
-from ._repair import ErrorBody, StreamRepair, openai_error_body
+from ._repair import ErrorBody, ErrorStatus, StreamRepair, error_status, openai_error_body
+from .gemini import GeminiRepair, gemini_error_body, gemini_error_status
 from .messages import MessagesRepair, messages_error_body
 from .responses import ResponsesRepair, responses_error_body
 
@@ -36,27 +37,33 @@ def _responses(*, limits: Limits | None, api_key: str | None, strict: bool) -> S
     return ResponsesRepair(limits=limits, api_key=api_key, strict=strict)
 
 
+def _gemini(*, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
+    return GeminiRepair(limits=limits, api_key=api_key, strict=strict)
+
+
 @attrs.frozen
 class StreamFormat:
     """One wire format the transport and the proxy repair: its path template, its repairer (built with
-    the request's limits and key; ``strict`` is the library's outcome policy where the format has one) and its
-    error body."""
+    the request's limits and key; ``strict`` is the library's outcome policy where the format has one), its
+    error body and the HTTP status it answers a failure found before the first byte with."""
 
     name: str
     path: str
     make: Any
     """``(*, limits, api_key, strict) -> StreamRepair``."""
     error_body: ErrorBody
+    error_status: ErrorStatus = error_status
 
     def repair(self, *, limits: Limits | None, api_key: str | None, strict: bool) -> StreamRepair:
         repair: StreamRepair = self.make(limits=limits, api_key=api_key, strict=strict)
         return repair
 
 
-_REPAIRS: dict[str, tuple[Any, ErrorBody]] = {
-    "chat": (_chat, openai_error_body),
-    "messages": (_messages, messages_error_body),
-    "responses": (_responses, responses_error_body),
+_REPAIRS: dict[str, tuple[Any, ErrorBody, ErrorStatus]] = {
+    "chat": (_chat, openai_error_body, error_status),
+    "messages": (_messages, messages_error_body, error_status),
+    "responses": (_responses, responses_error_body, error_status),
+    "gemini": (_gemini, gemini_error_body, gemini_error_status),  # google-genai reads the status, no header
 }
 
 if set(_REPAIRS) != set(WIRE_FORMATS):

@@ -16,7 +16,8 @@ import attrs
 from operators import Code, Failure, Finish, Limits, RetryPolicy
 from operators.extend import OWN_ERROR_TYPE
 
-__all__ = ["ErrorBody", "ErrorResponse", "RepairFactory", "StreamRepair", "error_response", "openai_error_body"]
+__all__ = ["ErrorBody", "ErrorResponse", "ErrorStatus", "RepairFactory", "StreamRepair", "error_response",
+           "error_status", "openai_error_body"]
 
 
 class StreamRepair(Protocol):
@@ -63,9 +64,17 @@ class RepairFactory(Protocol):
 
 class ErrorBody(Protocol):
     """The HTTP error body for ``failure`` in the API's own error shape (OpenAI's for chat completions and Responses,
-    Anthropic's for Messages), naming our code."""
+    Anthropic's for Messages, Google's for Gemini), naming our code."""
 
     def __call__(self, failure: Failure) -> bytes: ...
+
+
+class ErrorStatus(Protocol):
+    """The HTTP status a format answers ``failure`` with (``error_status`` for the formats whose SDKs honour
+    ``x-should-retry``; Gemini's follows the google-genai SDK's retried statuses). ``failure.should_retry`` is the
+    classification ``x-should-retry`` carries."""
+
+    def __call__(self, failure: Failure) -> int: ...
 
 
 @attrs.frozen
@@ -82,15 +91,26 @@ _STATUS: dict[str, int] = {Code.TIMEOUT: 504, Code.RATE_LIMIT: 429}
 retry 408, 409, 429 and >= 500 unless ``x-should-retry`` says otherwise."""
 
 
-def error_response(failure: Failure, body: ErrorBody, policy: RetryPolicy | None = None) -> ErrorResponse:
-    """The HTTP error for ``failure``: its own status if it came with one (>= 400), else 502 (504 for a timeout);
-    ``x-should-retry`` from ``policy``'s classification (default ``RetryPolicy()``), ``retry-after-ms`` when known."""
+def error_response(failure: Failure, body: ErrorBody, policy: RetryPolicy | None = None,
+                   status: ErrorStatus | None = None) -> ErrorResponse:
+    """The HTTP error for ``failure``: ``status`` of it (by default ``error_status``: its own status if it came with
+    one, >= 400, else 502, 504 for a timeout, 429 for a rate limit); ``x-should-retry`` from ``policy``'s
+    classification (default ``RetryPolicy()``), ``retry-after-ms`` when known. The status and the body see the
+    failure with that classification as its ``should_retry``."""
     retryable = (policy or RetryPolicy()).is_retryable(failure)
-    status = failure.status if failure.status is not None and failure.status >= 400 else _STATUS.get(failure.code, 502)
+    settled = attrs.evolve(failure, should_retry=retryable)
     headers = {"content-type": "application/json", "x-should-retry": "true" if retryable else "false"}
     if failure.retry_after_ms is not None and failure.retry_after_ms >= 0:
         headers["retry-after-ms"] = str(int(failure.retry_after_ms))
-    return ErrorResponse(status, headers, body(failure))
+    return ErrorResponse((status or error_status)(settled), headers, body(settled))
+
+
+def error_status(failure: Failure) -> int:
+    """The HTTP status ``error_response`` answers ``failure`` with: its own (>= 400), else 504 for a timeout, 429 for
+    a rate limit, 502 for anything else."""
+    if failure.status is not None and failure.status >= 400:
+        return failure.status
+    return _STATUS.get(failure.code, 502)
 
 
 def openai_error_body(failure: Failure) -> bytes:

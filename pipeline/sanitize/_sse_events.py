@@ -48,7 +48,7 @@ class SseSplitter:
             data = bytes(data)  # a bytearray or memoryview: searched as bytes, and not kept as a view of its buffer
         if b"\r" in data:
             self._cr = True
-        elif b"\n" not in data:  # no boundary can end in this piece
+        elif b"\n" not in data and not self._deferred:  # no boundary can end in this piece (nor a held CR's)
             self._pieces.append(data)
             self.pending += len(data)
             return b""

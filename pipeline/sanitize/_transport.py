@@ -1,7 +1,7 @@
 """``SanitizingTransport``: an httpx / httpx2 transport (sync and async) that repairs streamed responses in place.
 
-    client = openai.OpenAI(http_client=httpx2.Client(transport=pipeline.SanitizingTransport()))
-    client = openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=pipeline.SanitizingTransport()))
+    client = openai.OpenAI(http_client=openai.DefaultHttpxClient(transport=pipeline.SanitizingTransport()))
+    client = anthropic.AsyncAnthropic(http_client=anthropic.DefaultAsyncHttpxClient(transport=...))
     llm = ChatOpenAI(http_client=httpx.Client(transport=pipeline.SanitizingTransport()))
 
 A request that asks for a stream by its wire-format record's rule (``.../chat/completions``, ``/messages``,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import random as _random
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -29,12 +30,14 @@ from typing import Any, Literal
 from operators import DEFAULT_LIMITS, DEFAULT_RETRYABLE_CODES, Code, Failure, Limits, RetryPolicy
 
 from .._http import body_failure, is_event_stream, read_bounded, read_bounded_sync
+from .._secrets import redact_url_keys
+from .._tls import plain_context, verifying_context
 from ._bodies import AsyncBody, Bytes, Deadline, SyncBody, relay_headers
 from ._flavours import TIMEOUTS, TRANSPORT_ERRORS, Transports, flavour
-from ._formats import StreamFormat, api_key, streamed_format
+from ._formats import StreamFormat, streamed_format
 from ._head_deadline import bound_head, head_deadline
 from ._repair import error_response
-from ._sanitizer import Attempts
+from ._request_facts import Attempt, budget_s, needs_tls, request_key
 
 __all__ = ["OBSERVER_EXTENSION", "Mode", "SanitizingTransport"]
 
@@ -42,35 +45,6 @@ Mode = Literal["stream", "buffered"]
 OBSERVER_EXTENSION = "llm_stream_observer"
 """A request extension: a callable given each attempt's ``StreamRepair`` (the proxy's report of the request reads its
 finish, failure and repairs)."""
-
-
-def _bearer(request: Any) -> str | None:
-    """The request's key, from whichever key header a wire-format record names (``Authorization: Bearer`` first)."""
-    return api_key(request.headers)
-
-
-def _budget_s(request: Any) -> float | None:
-    """The request's own timeout (its largest phase), the bound on every internal retry's wait."""
-    timeout = request.extensions.get("timeout") or {}
-    values = [float(v) for v in timeout.values() if isinstance(v, int | float) and v > 0]
-    return max(values) if values else None
-
-
-class _Attempt:
-    """The retry state of one request: ``None`` delays when retries are off (the default)."""
-
-    def __init__(self, policy: RetryPolicy | None, request: Any, rand: Callable[[], float]) -> None:
-        self._attempts = Attempts(policy, rand) if policy is not None else None
-        self._budget = _budget_s(request)
-        self._started = time.monotonic()
-
-    def delay_s(self, failure: Failure) -> float | None:
-        if self._attempts is None:
-            return None
-        delay = self._attempts.delay_s(failure)
-        if delay is not None and self._budget is not None and time.monotonic() - self._started + delay > self._budget:
-            return None  # the wait would outlast the request's own timeout
-        return delay
 
 
 class SanitizingTransport(Transports):
@@ -85,6 +59,12 @@ class SanitizingTransport(Transports):
     the library's outcome policy: a refusal is ``REFUSAL``, an answer with nothing in it ``EMPTY_RESPONSE`` (both
     answered with ``x-should-retry: true``); by default those reach the client as the upstream sent them.
     ``random`` is the backoff's jitter source (inject a fixed one in tests).
+
+    ``verify`` (default ``True``) is the TLS verification of the transport it builds when given none: ``True`` shares
+    one context per process, built on the first ``https://`` request (``pipeline/_tls.py``; an ``http://`` request
+    builds none), so a transport per client or per request costs no CA-bundle load; an ``ssl.SSLContext`` (with
+    ``load_cert_chain`` for a client certificate) or ``False`` is this transport's own. A client's own ``verify=``
+    applies only to a transport the client builds, never to this one: give it here, or wrap your own transport.
     """
 
     def __init__(
@@ -97,6 +77,7 @@ class SanitizingTransport(Transports):
         mode: Mode = "stream",
         strict: bool = False,
         random: Callable[[], float] | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         if mode not in ("stream", "buffered"):
             raise ValueError(f"mode is 'stream' or 'buffered', got {mode!r}")
@@ -106,12 +87,13 @@ class SanitizingTransport(Transports):
         self.strict = strict
         self._random = random or _random.random
         self._given = transport
-        self._inner: dict[tuple[str, bool], Any] = {}
+        self._verify = verify
+        self._inner: dict[tuple[str, bool, bool], Any] = {}
 
     def __repr__(self) -> str:
         return f"SanitizingTransport(mode={self.mode!r})"
 
-    def _transport(self, hx: Any, sync: bool) -> Any:
+    def _transport(self, hx: Any, sync: bool, tls: bool) -> Any:
         if self._given is not None:
             wanted = hx.BaseTransport if sync else hx.AsyncBaseTransport
             if not isinstance(self._given, wanted):
@@ -121,21 +103,23 @@ class SanitizingTransport(Transports):
             if sync:
                 bound_head(self._given)  # inert but for our own requests' heads (_head_deadline.py)
             return self._given
-        key = (hx.__name__, sync)
+        own = self._verify is not True  # a verify of its own: one inner transport (and context) for both schemes
+        key = (hx.__name__, sync, tls or own)
         if key not in self._inner:
-            self._inner[key] = hx.HTTPTransport() if sync else hx.AsyncHTTPTransport()
+            verify = self._verify if own else verifying_context(hx) if tls else plain_context()
+            self._inner[key] = hx.HTTPTransport(verify=verify) if sync else hx.AsyncHTTPTransport(verify=verify)
             if sync:
                 bound_head(self._inner[key])
         return self._inner[key]
 
-    def _prepare(self, request: Any) -> tuple[StreamFormat | None, _Attempt]:
+    def _prepare(self, request: Any) -> tuple[StreamFormat | None, Attempt]:
         query = request.url.query
         found = streamed_format(request.method, request.url.path, request.content,
                                 query.decode("latin-1") if isinstance(query, bytes) else str(query))
-        return found, _Attempt(self.retry, request, self._random)
+        return found, Attempt(self.retry, request, self._random)
 
     def _repair(self, found: StreamFormat, request: Any) -> Any:
-        repair = found.repair(limits=self.limits, api_key=_bearer(request), strict=self.strict)
+        repair = found.repair(limits=self.limits, api_key=request_key(request), strict=self.strict)
         observer = request.extensions.get(OBSERVER_EXTENSION)
         if observer is not None:
             observer(repair)
@@ -145,11 +129,11 @@ class SanitizingTransport(Transports):
         """A failure before any byte: the client's own ``ReadTimeout`` for a timeout, else an HTTP error."""
         if failure.code == Code.TIMEOUT:
             raise hx.ReadTimeout(failure.message, request=request)
-        answer = error_response(failure, found.error_body, self._classification())
+        answer = error_response(failure, found.error_body, self._classification(), found.error_status)
         return hx.Response(answer.status, headers=answer.headers, stream=Bytes(answer.body))
 
     def _settle(
-        self, hx: Any, request: Any, found: StreamFormat, attempt: _Attempt, result: Any
+        self, hx: Any, request: Any, found: StreamFormat, attempt: Attempt, result: Any
     ) -> tuple[Any, float | None]:
         """An attempt's outcome: the client's response (and ``None``), or the delay before the next attempt."""
         if not isinstance(result, Failure):
@@ -172,7 +156,7 @@ class SanitizingTransport(Transports):
 
     def handle_request(self, request: Any) -> Any:
         hx = flavour(request)
-        inner = self._transport(hx, True)
+        inner = self._transport(hx, True, needs_tls(request))
         if not isinstance(request.stream, hx.ByteStream):
             request.read()
         found, attempt = self._prepare(request)
@@ -180,7 +164,7 @@ class SanitizingTransport(Transports):
             return inner.handle_request(request)
         while True:
             try:
-                with head_deadline(_budget_s(request)):  # the head within the request's timeout in total
+                with head_deadline(budget_s(request)):  # the head within the request's timeout in total
                     upstream = inner.handle_request(request)
             except TRANSPORT_ERRORS as exc:
                 delay = attempt.delay_s(_connect_failure(request, exc))
@@ -207,7 +191,7 @@ class SanitizingTransport(Transports):
             time.sleep(delay)
 
     def close(self) -> None:
-        for (_, sync), inner in self._inner.items():
+        for (_, sync, _), inner in self._inner.items():
             if sync:
                 inner.close()
         if self._given is not None and hasattr(self._given, "handle_request"):
@@ -217,7 +201,7 @@ class SanitizingTransport(Transports):
 
     async def handle_async_request(self, request: Any) -> Any:
         hx = flavour(request)
-        inner = self._transport(hx, False)
+        inner = self._transport(hx, False, needs_tls(request))
         if not isinstance(request.stream, hx.ByteStream):
             await request.aread()
         found, attempt = self._prepare(request)
@@ -251,7 +235,7 @@ class SanitizingTransport(Transports):
             await asyncio.sleep(delay)
 
     async def aclose(self) -> None:
-        for (_, sync), inner in self._inner.items():
+        for (_, sync, _), inner in self._inner.items():
             if not sync:
                 await inner.aclose()
         if self._given is not None and hasattr(self._given, "handle_async_request"):
@@ -259,17 +243,18 @@ class SanitizingTransport(Transports):
 
     def _body_failure(self, request: Any, upstream: Any, raw: bytes | int) -> Failure:
         return body_failure(upstream, raw, limits=self.limits or DEFAULT_LIMITS, origin=str(request.url.host),
-                            api_key=_bearer(request))
+                            api_key=request_key(request))
 
 
 async def _head(inner: Any, request: Any, hx: Any) -> Any:
     """The upstream's response head within the request's own timeout in total: a head dripped a byte at a time
     resets the per-read timeout and would otherwise never time out (the client's ``ReadTimeout`` then)."""
-    budget = _budget_s(request)
+    budget = budget_s(request)
     if budget is None:
         return await inner.handle_async_request(request)
     try:
-        return await asyncio.wait_for(inner.handle_async_request(request), budget)
+        async with asyncio.timeout(budget):  # not wait_for: no task (and no turn of the loop) per request
+            return await inner.handle_async_request(request)
     except TimeoutError:
         raise hx.ReadTimeout(f"no response head within the request's timeout ({budget:g} s)", request=request) from None
 
@@ -277,7 +262,7 @@ async def _head(inner: Any, request: Any, hx: Any) -> Any:
 def _connect_failure(request: Any, exc: Exception) -> Failure:
     """A request that got no response: ``TIMEOUT`` for a timeout, ``TRANSPORT`` otherwise (both retryable)."""
     code = Code.TIMEOUT if isinstance(exc, TIMEOUTS) else Code.TRANSPORT
-    return Failure(code, f"request to {request.url.host} failed: {type(exc).__name__}: {exc}")
+    return Failure(code, redact_url_keys(f"request to {request.url.host} failed: {type(exc).__name__}: {exc}"))
 
 
 def _as_sent(hx: Any, upstream: Any, body: bytes) -> Any:

@@ -83,4 +83,4 @@ def test_a_stream_that_never_names_its_format_is_read_as_chat() -> None:
 
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="format is one of"):
-        parse_stream("gemini")  # type: ignore[arg-type]
+        parse_stream("bedrock")  # type: ignore[arg-type]

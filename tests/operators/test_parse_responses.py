@@ -326,9 +326,10 @@ def test_server_tools_are_anomalies_not_tool_calls(item_type: str) -> None:
     assert item_type in anomaly.detail
 
 
-@pytest.mark.parametrize("item_type", ["custom_tool_call", "local_shell_call", "mcp_approval_request"])
+@pytest.mark.parametrize("item_type", ["tool_search_call", "brand_new_call"])
 def test_a_response_waiting_on_an_item_it_cannot_carry_ends_unsupported_output_after_its_usage(item_type: str) -> None:
-    item = {"type": item_type, "id": "it_1", "call_id": "call_1", "name": "x"}
+    # a client-run tool_search_call, and an item type the library does not know (decisions 0045, 0072)
+    item = {"type": item_type, "id": "it_1", "call_id": "call_1", "name": "x", "execution": "client"}
     out = chunks(text("Running it."), ev("response.output_item.added", output_index=1, item=item),
                  ev("response.output_item.done", output_index=1, item=item), completed())
 

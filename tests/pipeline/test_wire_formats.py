@@ -34,13 +34,13 @@ def test_the_pipeline_has_one_record_per_format_the_parsers_read_in_their_order(
 
 
 @pytest.mark.parametrize("api", operators.FORMATS)
-def test_chat_client_accepts_each_format_the_parsers_read_and_posts_to_its_path(api: operators.Format) -> None:
+def test_chat_client_takes_each_format_the_parsers_read_and_posts_to_its_path_and_query(api: operators.Format) -> None:
     client = ChatClient("http://127.0.0.1:9/v1", model="m", api=api)
 
-    assert client.config.url == "http://127.0.0.1:9/v1" + WIRE_FORMATS[api].path
+    assert client.config.url == "http://127.0.0.1:9/v1" + WIRE_FORMATS[api].target("m")
 
 
-@pytest.mark.parametrize("api", ["gemini", "Chat", "", 3])
+@pytest.mark.parametrize("api", ["bedrock", "Chat", "", 3])
 def test_an_unknown_format_is_refused_naming_the_known_ones(api: Any) -> None:
     with pytest.raises(ConfigError) as refused:
         ClientConfig(base_url="http://127.0.0.1:9/v1", model="m", api=api)
@@ -63,14 +63,16 @@ def test_the_cli_offers_exactly_the_registered_formats() -> None:
 
 def test_the_emulator_serves_each_of_its_formats_at_the_records_paths() -> None:
     for name, emulated in EMULATED.items():
-        assert emulated.paths == (f"/v1{WIRE_FORMATS[name].path}", WIRE_FORMATS[name].path)
+        assert emulated.paths[:2] == (f"/v1{WIRE_FORMATS[name].path}", WIRE_FORMATS[name].path)
+        assert all(WIRE_FORMATS[name].matches(path) for path in emulated.paths)  # Gemini's: /v1beta, Vertex's too
         assert emulated.title == WIRE_FORMATS[name].title
 
 
 def test_the_sanitizer_repairs_exactly_the_registered_formats_at_their_paths() -> None:
     assert [repair.name for repair in STREAM_FORMATS] == list(WIRE_FORMATS)
     for name, record in WIRE_FORMATS.items():
-        found = streamed_format("POST", f"/v1{record.path}", b'{"stream": true}')
+        # a body that says stream for the formats that read it, the query for Gemini's (which streams by its URL)
+        found = streamed_format("POST", f"/v1{record.url_path('m')}", b'{"stream": true}', "alt=sse")
         assert found is not None
         assert found.name == name
 

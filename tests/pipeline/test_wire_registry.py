@@ -63,6 +63,8 @@ def test_a_path_template_matches_the_model_as_one_segment_and_fills_it_in() -> N
 
 def test_the_three_formats_keep_their_fixed_paths_and_body_stream_test() -> None:
     for name, record in WIRE_FORMATS.items():
+        if name == "gemini":  # streams by its URL, under a {model} path (decision 0071)
+            continue
         assert record.url_path() == record.path
         assert REGISTRY.streamed("POST", f"/v1{record.path}", "", b'{"stream": true}') is record, name
         assert REGISTRY.streamed("POST", f"/v1{record.path}", "alt=sse", b'{"stream": false}') is None
@@ -107,7 +109,7 @@ def test_the_key_is_read_from_every_key_header_a_record_names() -> None:
     def get(headers: dict[str, str]) -> Any:
         return headers.get
 
-    assert REGISTRY.key_headers == ("authorization", "x-api-key", "x-fake-key")
+    assert REGISTRY.key_headers == ("authorization", "x-api-key", "x-goog-api-key", "x-fake-key")
     assert REGISTRY.api_key(get({"x-fake-key": f" {KEY} "})) == KEY
     assert REGISTRY.api_key(get({"authorization": "Bearer b-key", "x-fake-key": KEY})) == "b-key"
     assert WIRE_REGISTRY.api_key(get({"x-fake-key": KEY})) is None
@@ -144,6 +146,16 @@ def test_the_proxys_upstream_key_goes_in_the_records_key_header() -> None:
     assert messages == [("x-api-key", "up-0123456789")]
     assert chat == [("authorization", "Bearer up-0123456789")]
     assert Keys(upstream="up-0123456789").formats.upstream_key("v9/x", "k") == ("authorization", "Bearer k")
+
+
+def test_the_proxys_upstream_key_follows_a_record_whose_template_ends_a_longer_path() -> None:
+    keys = Keys(upstream="up-0123456789", formats=REGISTRY)  # Vertex AI: the template ends a project's path
+    vertex = "projects/p/locations/l/publishers/google/v9/models/gem-1:streamIt"
+
+    assert forwarded_headers([], keys=keys, extra=(), relative=vertex) == [("x-fake-key", "up-0123456789")]
+    assert forwarded_headers([], keys=keys, extra=(), relative=vertex + "?alt=sse") == [("x-fake-key", "up-0123456789")]
+    assert forwarded_headers([], keys=keys, extra=(), relative="projects/p/chat") == [
+        ("authorization", "Bearer up-0123456789")]
 
 
 def test_the_proxy_admits_a_client_key_in_the_records_key_header() -> None:
@@ -198,7 +210,7 @@ async def test_the_emulator_serves_a_records_model_path_and_its_url_stream_test(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("starlette")
-    from pipeline.emulator import _formats as emulated
+    from pipeline.emulator import _api_format as emulated  # the records ApiFormat reads
     from pipeline.emulator import create_app
 
     messages = attrs.evolve(WIRE_FORMATS["messages"], path=FAKE.path, streams=FAKE.streams)
@@ -214,3 +226,13 @@ async def test_the_emulator_serves_a_records_model_path_and_its_url_stream_test(
     assert b"event: message_stop" in streamed.content
     assert (refused.status_code, refused.json()["error"]["type"]) == (400, "invalid_request_error")
     assert gone.status_code == 404
+
+
+def test_the_upstream_key_goes_by_endpoint_family_so_openais_models_stay_bearer() -> None:
+    assert WIRE_REGISTRY.upstream_key_header("models") == "authorization"  # OpenAI's model list
+    assert WIRE_REGISTRY.upstream_key_header("models/gpt-4o") == "authorization"
+    assert WIRE_REGISTRY.upstream_key_header("models/gemini-2.5-flash:countTokens") == "x-goog-api-key"
+    assert WIRE_REGISTRY.upstream_key_header("models/gemini-2.5-flash:streamGenerateContent?alt=sse") == (
+        "x-goog-api-key")
+    assert WIRE_REGISTRY.upstream_key_header("messages/count_tokens") == "x-api-key"
+    assert WIRE_REGISTRY.upstream_key_header("messagesx") == "authorization"

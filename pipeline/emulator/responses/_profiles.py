@@ -10,10 +10,11 @@ A clean stream (every payload has ``type`` and an increasing ``sequence_number``
     response.completed                                {"response": {..., "status": "completed", "output", "usage"}}
 
 A tool call is a ``function_call`` item (``id`` fc_..., ``call_id`` call_..., ``name``) whose arguments come in
-``response.function_call_arguments.delta`` events, then ``.done``. Usage (on ``response.completed``):
-``input_tokens`` includes ``input_tokens_details.cached_tokens`` = ``CACHED_TOKENS``; ``output_tokens`` includes
-``output_tokens_details.reasoning_tokens`` = ``REASONING_TOKENS``. The events are built by ``ResponseEvents``
-(``_events.py``); ``RESPONSES_PROFILES`` names the profiles.
+``response.function_call_arguments.delta`` events, then ``.done``; the calls of another kind a client runs (custom
+tools, ``apply_patch_call``, ``shell_call``, ``local_shell_call``) are in ``_client_calls.py``. Usage (on
+``response.completed``): ``input_tokens`` includes ``input_tokens_details.cached_tokens`` = ``CACHED_TOKENS``;
+``output_tokens`` includes ``output_tokens_details.reasoning_tokens`` = ``REASONING_TOKENS``. The events are built by
+``ResponseEvents`` (``_events.py``); ``RESPONSES_PROFILES`` names the profiles.
 """
 
 from __future__ import annotations
@@ -28,6 +29,16 @@ from .._profiles import Profile
 from .._script import Cut, Script, ScriptOptions
 from .._sse import Event, stream_script
 from .._stream_profiles import CLEAN_TEXT, WEATHER_ARGUMENTS
+from ._client_calls import (
+    GRAMMAR_REGEX,
+    apply_patch,
+    custom_blanked_id,
+    custom_cut,
+    custom_grammar,
+    custom_tools,
+    local_shell,
+    shell_call,
+)
 from ._events import ARGUMENTS, CACHED_TOKENS, CLEAN, REASONING_TOKENS, ResponseEvents
 from ._sent_back import SUMMARY, SUMMARY_PIECES
 
@@ -181,6 +192,20 @@ _REGISTRY: tuple[Profile, ...] = (
         "item back before the function_call (else 400), then a final text answer",
         reasoning_tool,
     ),
+    Profile("custom-tools", "two custom_tool_call items (run_sql, run_python), their input deltas interleaved; the "
+            "follow-up must send a custom_tool_call_output for each, then clean", custom_tools),
+    Profile("custom-grammar", f"a custom_tool_call schedule_at whose input matches its regex grammar {GRAMMAR_REGEX}; "
+            "the follow-up must send its custom_tool_call_output, then clean", custom_grammar),
+    Profile("custom-blanked-id", 'a custom_tool_call whose call_id and name are "" on output_item.done and in '
+            "response.completed", custom_blanked_id),
+    Profile("custom-cut", "a custom_tool_call's input deltas, then the body ends inside a delta event (cut)",
+            custom_cut),
+    Profile("apply-patch", "an apply_patch_call update_file src/app.py; the follow-up must send its "
+            "apply_patch_call_output (status completed or failed), then clean", apply_patch),
+    Profile("shell-call", "a shell_call in the local environment (shell_call_command progress events); the "
+            "follow-up must send its shell_call_output, then clean", shell_call),
+    Profile("local-shell", "a reasoning item, then a local_shell_call added with an empty command, done with it",
+            local_shell),
     Profile("rate-limit", "HTTP 429 rate_limit_exceeded with Retry-After (retry_after, default 2)", http.rate_limit),
     Profile(
         "agent",

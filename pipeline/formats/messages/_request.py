@@ -16,7 +16,6 @@ _requests.py``'s.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -24,6 +23,7 @@ from .._options import RequestOptions
 from .._request_parts import (
     _EMPTY_SCHEMA,
     Message,
+    _arguments_object,
     _call_id_of,
     _chosen_name,
     _function_of,
@@ -62,8 +62,8 @@ def messages_request(
             text = _text(message.get("content"), number)
             if text:
                 blocks.append({"type": "text", "text": text})
-            for call_id, name, arguments in _tool_calls(message, number):
-                blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": _input_of(arguments)})
+            for call_id, name, arguments in _tool_calls(message, number, "the Messages API"):
+                blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": _arguments_object(arguments)})
             if blocks:
                 only_text = len(blocks) == 1 and blocks[0]["type"] == "text"
                 out.append({"role": "assistant", "content": text if only_text else blocks})
@@ -115,19 +115,6 @@ def _add_user(out: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
         out.append({"role": "user", "content": blocks[0]["text"]})
     else:
         out.append({"role": "user", "content": blocks})
-
-
-def _input_of(arguments: object) -> dict[str, Any]:
-    """A ``tool_use`` block's ``input``: the arguments' JSON object, else ``{}`` (blank, bad JSON, not an object)."""
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    if not isinstance(arguments, str):
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _messages_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ decisions/0027-request-shapes.md)::
     POST /responses  {model, instructions, input, tools: [{type, name, description, parameters, strict}], stream}
 
 ``system``/``developer`` messages go to ``instructions``; tool calls become ``function_call`` items and tool results
-``function_call_output`` items; the arguments go verbatim (blank as ``"{}"``); ``strict`` is sent as the chat tool
+``function_call_output`` items; the arguments go verbatim (blank as ``"{}"``); a call of another kind (a custom tool,
+``apply_patch``, ``shell``, ``local_shell``, ``computer``, ``mcp_approval``: its ``type``, decision 0072) goes as its
+own item and its result as the matching output item (``_items.py`` has the table); ``strict`` is sent as the chat tool
 says (false unless it says true: the Responses API would otherwise default it to true); usage is always streamed, so
 there is no ``stream_options``; there are no stop sequences (``ValueError``); a reasoning block with an item id goes
 back as a ``reasoning`` item (its text as the summary, its encrypted content). The rules every format's builder
@@ -14,7 +16,6 @@ shares (the system prompt, a tool that is not chat-shaped, the ``ValueError`` na
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,13 +27,14 @@ from .._request_parts import (
     _chosen_name,
     _function_of,
     _image_url,
+    _kinded_calls,
     _parts,
     _reasoning_of,
     _text,
-    _tool_calls,
     _tool_name,
 )
 from .._requests import _optional, _split_system, _system_and_tools, _unknown_role
+from ._items import call_item, output_item
 
 __all__ = ["responses_request"]
 
@@ -45,21 +47,22 @@ def responses_request(
         raise ValueError("the Responses API has no stop sequences: leave stop= out for api='responses'")
     instructions, rest = _split_system(messages, system)
     items: list[dict[str, Any]] = []
+    kinds: dict[str, str] = {}  # call id -> kind, so each result goes as its call's output item
     for number, message in enumerate(rest):
         role = message.get("role")
         if role == "user":
             items.append({"type": "message", "role": "user", "content": _responses_content(message, number)})
         elif role == "tool":
-            items.append({"type": "function_call_output", "call_id": _call_id_of(message, number),
-                          "output": _text(message.get("content"), number)})
+            call_id = _call_id_of(message, number)
+            items.append(output_item(kinds.get(call_id, "function"), call_id, _text(message.get("content"), number)))
         elif role == "assistant":
             items.extend(_responses_reasoning(_reasoning_of(message, number)))
             text = _text(message.get("content"), number)
             if text:
                 items.append({"type": "message", "role": "assistant", "content": text})
-            for call_id, name, arguments in _tool_calls(message, number):
-                items.append({"type": "function_call", "call_id": call_id, "name": name,
-                              "arguments": _arguments_text(arguments)})
+            for call in _kinded_calls(message, number):
+                items.append(call_item(call, number))
+                kinds[call.id] = call.kind
         else:
             raise _unknown_role(role, number)
     body: dict[str, Any] = {"model": model, "input": items, "stream": True}
@@ -85,14 +88,6 @@ def _responses_content(message: Message, number: int) -> str | list[dict[str, An
         else:
             raise ValueError(f"message {number}: a content part of type {kind!r} has no Responses API form here")
     return out
-
-
-def _arguments_text(arguments: object) -> str:
-    if isinstance(arguments, Mapping):
-        return json.dumps(dict(arguments), ensure_ascii=False)
-    if isinstance(arguments, str) and arguments.strip():
-        return arguments
-    return "{}"
 
 
 def _responses_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,15 +3,16 @@ I/O; and ``responses_error_body``, a failure as OpenAI's HTTP error body.
 
 Rules (docs/decisions/0036-repair-messages-and-responses.md); what the SDK already reads right passes as it came:
 
-- **One item per ``output_index``**: the first ``response.output_item.added`` at an index is the item; its ``id``, and a
-  function call's ``call_id`` and ``name``, are written into every later event that gives another (deltas, parts, the
-  ``.done`` item, ``response.completed``'s output), so the SDK's "Completed output item identity changed" check holds.
+- **One item per ``output_index``**: the first ``response.output_item.added`` at an index is the item; its identity
+  (``id``, ``call_id``, a function's or custom tool's ``name``) is written into every later event that gives another
+  (deltas, parts, the ``.done`` item, ``response.completed``'s output), so the SDK's "identity changed" checks hold.
   A second ``added`` of that item is dropped (the SDK raises on a duplicate index), of another item
   ``MALFORMED_RESPONSE`` (0070). A lifecycle event with another response id, or none, gets the first. In
   ``response.completed``, an unseen item id is the upstream's own and stays (OpenRouter), unless it rotated.
-- **A function call without a ``call_id`` or ``name`` is held**, with everything after it, until an event fills them
-  in (a late ``call_id`` on ``output_item.done``); its ``added`` event is then written with them. Still unidentified
-  at its ``.done`` or the terminal event: ``MALFORMED_TOOL_CALL``.
+- **A call the client runs without its identity is held** (any kind of decision 0072: ``_items.py``), with everything
+  after it, until an event fills it in (a late ``call_id`` on ``output_item.done``); its ``added`` is then written
+  with it. Still unidentified at its ``.done`` or the terminal event, or a built-in call never finished (its action
+  or operation unknown): ``MALFORMED_TOOL_CALL``, as the library reads it.
 - **The end**: ``response.completed`` / ``.incomplete`` finish; ``response.failed`` and ``error`` are the upstream's
   own failure, passed on as they came. A body ending before its terminal event is ``STREAM_CLOSED``. Our failure is
   an ``error`` event that also carries a top-level ``error`` object, which the SDK raises as ``APIError``. A trailing
@@ -31,12 +32,13 @@ from typing import Any
 
 import msgspec
 
-from operators import Code, Failure, Finish, Limits
+from operators import Code, Failure, Limits
 from operators.extend import OWN_ERROR_TYPE, classify_inband_error, foreign_format, format_mismatch
 
 from .._event_repair import EventRepair
-from .._repair_values import Held, OutputItem, decode, encode_event, finish_from, named
+from .._repair_values import Held, decode, encode_event, named
 from .._sse_events import event_parts
+from ._items import OutputItem, finish_of, never_identified, unread_call
 
 __all__ = ["ResponsesRepair", "responses_error_body"]
 
@@ -55,7 +57,6 @@ _SAYING = frozenset({"response.output_text.delta", "response.refusal.delta", "re
 _DELTAS = re.compile(rb'(?:event: (response\.[a-z_.]+\.delta)\ndata: \{"type":"\1"[^\n]*\n\n)+')
 """A read of delta events only, each typed as it is named: it passes whole when every ``item_id`` is the latest
 item's."""
-_INCOMPLETE = {"max_output_tokens": "max-tokens", "content_filter": "content_filter"}
 
 
 def _error(failure: Failure) -> dict[str, Any]:
@@ -78,6 +79,7 @@ class ResponsesRepair(EventRepair):
         self._by_id: dict[str, int] = {}  # every item id seen (rotated ones too) -> its output_index
         self._latest = b"\x00"  # the latest item's quoted id: deltas that name it pass unread
         self._response_id: object = None
+        self._done_first: dict[int, dict[str, Any]] = {}  # an item's .done before its added, by output_index
 
     def _hot_block(self, block: bytes) -> bool:
         if _DELTAS.fullmatch(block) is None:
@@ -85,26 +87,29 @@ class ResponsesRepair(EventRepair):
         return block.count(_ITEM_ID) == block.count(_ITEM_ID + b":" + self._latest)
 
     def _passes(self, raw: bytes) -> bytes | None:
-        if raw.startswith(b"event: response."):  # a delta naming the latest item, or no item
+        if raw.startswith(b"event: response."):  # a delta naming the latest item, or no item, typed as it is named
             end = raw.find(b"\n", 16)
-            if raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw):
+            if (raw[end - 6 : end] == b".delta" and (self._latest in raw or _ITEM_ID not in raw)
+                    and raw.startswith(b'data: {"type":"' + raw[7:end] + b'"', end + 1)):
                 return raw
         return None
 
     def _event(self, raw: bytes) -> None:
         name = b""
+        kind = ""  # the event's type when its name line says it (else its payload is read)
         if raw.startswith(b"event: "):
             end = raw.find(b"\n")
             cr = raw.find(b"\r", 7, end if end >= 0 else len(raw))  # its line ends at a CR (CR or CRLF line ends)
-            name = raw[7 : cr if cr >= 0 else end]
-            kind = name.decode("utf-8", "replace")
+            stop = cr if cr >= 0 else end
+            name = raw[7:stop]
+            after = stop + (2 if raw[stop : stop + 2] == b"\r\n" else 1)
+            if raw[after : after + 1] in (b"", b"\n", b"\r") or raw.startswith(b'data: {"type":"' + name + b'"', after):
+                kind = name.decode("utf-8", "replace")  # a payload typed otherwise, or a second name line: read
         elif raw.startswith(b'data: {"type":"'):
             kind = raw[15 : raw.find(b'"', 15)].decode("utf-8", "replace")
-        else:
-            kind = ""
-        if not self._said and kind in _SAYING:
-            self._hear(kind, raw)
         if kind and kind not in _PARSED and (_ITEM_ID not in raw or self._latest in raw):
+            if not self._said and kind in _SAYING:
+                self._hear(kind, raw)
             self._emit(raw, content=kind not in _LIFECYCLE)
             return
         name, data = event_parts(raw)
@@ -120,6 +125,8 @@ class ResponsesRepair(EventRepair):
             return
         given = body.get("type")
         kind = given if type(given) is str else name.decode("utf-8", "replace")
+        if not self._said and kind in _SAYING:
+            self._hear(kind, raw)
         seen = foreign_format(given, "choices" in body)
         if seen is not None and seen != "responses":  # a stream of another format (decision 0045)
             self._end_with(format_mismatch(seen, "responses", data))
@@ -200,21 +207,29 @@ class ResponsesRepair(EventRepair):
             self.repairs["item-restarted"] += 1
             return
         item = self._items[index] = OutputItem(given)
+        first = self._done_first.pop(index, None)
+        if first is not None and not item.other(first):  # its .done came first: read as the library reads it
+            item.finish_with(first)
+            if not item.identified:
+                item.fill_in(first)
+                if item.identified and item.conform(given):
+                    self.repairs["tool-call-identity"] += 1
+                    raw = encode_event(name, body)
         if item.id is not None:
             self._by_id[item.id] = index
             self._latest = b'"' + item.id.encode() + b'"'
-        if item.kind == "function_call" and (item.call_id is None or item.name is None):
+        if not item.identified:
             item.held = Held(index, name, body)
             self._hold(item.held)
             return
-        if item.kind == "function_call":
+        if item.call is not None:
             self._said = True
         self._emit(raw)
 
     def _fill_in(self, item: OutputItem, given: dict[str, Any]) -> None:
         item.fill_in(given)
         held = item.held
-        if held is not None and held.raw is None and item.call_id is not None and item.name is not None:
+        if held is not None and held.raw is None and item.identified:
             item.conform(held.body["item"])
             self.repairs["tool-call-identity"] += 1
             self._resolve(held, encode_event(held.name, held.body))
@@ -226,6 +241,8 @@ class ResponsesRepair(EventRepair):
             index = self._by_id.get(given["id"])
         item = self._items.get(index) if type(index) is int else None
         if item is None or type(given) is not dict:
+            if type(given) is dict and type(index) is int:
+                self._done_first[index] = given
             self._emit(raw)
             return
         if named(given.get("id")):
@@ -234,19 +251,16 @@ class ResponsesRepair(EventRepair):
         if item.held is not None and item.held.raw is None:
             self._fill_in(item, given)
             if item.held.raw is None:
-                self._end_with(self._never_identified(item))
+                self._end_with(never_identified(item))
                 return
+        item.finish_with(given)
         if item.conform(given):
             self.repairs["item-identity"] += 1
             raw = encode_event(name, body)
         self._emit(raw)
 
     def _terminal(self, raw: bytes, name: bytes, body: dict[str, Any], kind: str) -> None:
-        unidentified = next((i for i in self._items.values() if i.held is not None and i.held.raw is None), None)
-        if unidentified is not None:
-            self._end_with(self._never_identified(unidentified))
-            return
-        failure = self._strict_failure()
+        failure = unread_call(self._items) or self._strict_failure()
         if failure is not None:
             self._end_with(failure)
             return
@@ -258,8 +272,8 @@ class ResponsesRepair(EventRepair):
                 continue
             index = self._by_id.get(given["id"]) if named(given.get("id")) else None  # an object id is no key
             if index is None:
-                index = next((i for i, item in self._items.items()
-                              if item.call_id is not None and item.call_id == given.get("call_id")), None)
+                index = next((i for i, item in self._items.items() if item.call_id is not None
+                              and item.call_id == given.get("call_id") and item.kind == given.get("type")), None)
             if index is None and position in self._items and self._items[position].rotated:
                 index = position  # an upstream that rotates ids: the item at its place
             item = self._items.get(index) if index is not None else None
@@ -267,23 +281,7 @@ class ResponsesRepair(EventRepair):
                 self.repairs["item-identity"] += 1
                 changed = True
         self._emit(encode_event(name, body) if changed else raw)
-        self._end(self._finish_of(kind, response))
-
-    def _finish_of(self, kind: str, response: object) -> Finish:
-        if kind == "response.completed":
-            calls = any(item.kind == "function_call" for item in self._items.values())
-            return finish_from("tool-calls" if calls else "stop", "completed")
-        details = response.get("incomplete_details") if type(response) is dict else None
-        reason = details.get("reason") if type(details) is dict else None
-        wire = reason if type(reason) is str and reason else "incomplete"
-        return finish_from(_INCOMPLETE.get(wire, ""), wire)
-
-    @staticmethod
-    def _never_identified(item: OutputItem) -> Failure:
-        index = item.held.index if item.held is not None else "?"
-        return Failure(Code.MALFORMED_TOOL_CALL,
-                       f"function_call at output_index {index} was never identified "
-                       f"(call_id {item.call_id!r}, name {item.name!r})")
+        self._end(finish_of(kind, response, self._items))
 
     # -- the end --------------------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from corpus import FIXTURES
+from corpus import FIXTURES, GEMINI_PEER_STREAMS
 
 from pipeline.cli import main
 
@@ -55,7 +55,7 @@ def test_replay_format_chat_is_what_detection_gives_for_a_chat_stream(capsys: py
 
 def test_replay_refuses_an_unknown_format_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as raised:
-        main(["replay", "--format", "gemini", str(CHAT)])
+        main(["replay", "--format", "bedrock", str(CHAT)])
     assert raised.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
 
@@ -73,3 +73,14 @@ def test_chat_api_speaks_each_format_to_the_emulator(capsys: pytest.CaptureFixtu
     result = json.loads(capsys.readouterr().out)
     assert [(c["name"], c["arguments"]) for c in result["tool_calls"]] == [("get_weather", '{"city": "Paris"}')]
     assert sent == [f"/v1/{api}"]
+
+
+def test_replay_format_gemini_prints_the_assembled_object_of_a_gemini_stream(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = GEMINI_PEER_STREAMS / "04-vercel-fixture-text-then-call-with-wire-id.sse"
+    named = assembled(capsys, "--format", "gemini", str(stream))
+    assert named["text"] == "Let me check."
+    assert named["tool_calls"] == [{"id": "g1bmv6il", "name": "get_weather", "arguments": '{"city":"San Francisco"}'}]
+    assert named["finish"] == {"kind": "tool-calls", "code": None, "message": None}
+    assert assembled(capsys, str(stream)) == named  # detected from the first event

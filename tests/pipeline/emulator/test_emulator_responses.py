@@ -255,4 +255,6 @@ def test_responses_agent_calls_the_seed_bug_tool_then_answers_after_the_tool_out
 def test_responses_profiles_are_all_tested_here() -> None:
     covered = {p for p, _ in ENDINGS} | {"drop-mid-stream", "rate-limit", "agent"}
     covered |= {"reasoning-tool"}  # test_emulator_sent_back.py
+    covered |= {"custom-tools", "custom-grammar", "custom-blanked-id", "custom-cut", "apply-patch", "shell-call",
+                "local-shell"}  # test_emulator_client_calls.py
     assert covered == set(RESPONSES_PROFILES)

@@ -35,7 +35,7 @@ __all__ = ["KINDS", "STREAMS", "Format", "Kind", "Stream", "Unparsed", "corpus_g
 
 Kind = Literal["httpx2", "httpx2-async", "httpx", "httpx-async"]
 KINDS: tuple[Kind, ...] = ("httpx2", "httpx2-async", "httpx", "httpx-async")
-Format = Literal["chat", "messages", "responses"]
+Format = Literal["chat", "messages", "responses", "gemini"]
 
 
 @attrs.frozen
@@ -94,7 +94,7 @@ def library_reading(stream: Stream) -> dict[str, Any]:
     """``pipeline.assemble`` of the stream: text, reasoning, calls (arguments parsed for Messages, whose SDK parses
     them), the finish as ``(kind, code)``, and a failure's message, status and retry classification."""
     message = pipeline.assemble(pipeline.collect(stream.path.read_bytes(), format=stream.format))
-    calls = [(c.id, c.name, _arguments(stream, c.arguments)) for c in message.tool_calls]
+    calls = [(c.id, c.name, _arguments(stream, c.arguments, c.kind)) for c in message.tool_calls]
     failure = message.finish.failure
     return {"text": message.text, "reasoning": message.reasoning, "calls": calls,
             "finish": (message.finish.kind, message.finish.code),
@@ -109,9 +109,11 @@ class Unparsed(str):
     __slots__ = ()
 
 
-def _arguments(stream: Stream, arguments: str) -> Any:
-    if stream.format != "messages":
+def _arguments(stream: Stream, arguments: str, kind: str) -> Any:
+    if stream.format != "messages" and kind in ("function", "custom"):
         return arguments
+    if stream.format != "messages":  # a built-in call's action or operation, compared as the SDK parsed it (0072)
+        return json.loads(arguments)
     try:
         return json.loads(arguments or "{}")
     except json.JSONDecodeError:
@@ -177,10 +179,34 @@ def _messages(message: Any) -> dict[str, Any]:
 def _responses(response: Any) -> dict[str, Any]:
     reasoning = [part.text for item in response.output if item.type == "reasoning"
                  for part in [*(item.summary or ()), *(item.content or ())]]
-    calls = [(i.call_id, i.name, i.arguments) for i in response.output if i.type == "function_call"]
+    calls = [call for item in response.output if (call := _client_call(item)) is not None]
     incomplete = response.incomplete_details.reason if response.incomplete_details else None
     return {"text": response.output_text, "reasoning": "".join(reasoning), "calls": calls,
             "finish": (response.status, incomplete)}
+
+
+def _client_call(item: Any) -> tuple[Any, ...] | None:
+    """An output item the client runs, as the Responses API reference describes it (decision 0072): (id, name,
+    arguments), a built-in call's arguments the fields the SDK parsed; None for any other item."""
+    def fields(*names: str) -> dict[str, Any]:
+        values = {name: getattr(item, name, None) for name in names}
+        return {name: v.model_dump(exclude_unset=True) if hasattr(v, "model_dump") else
+                [e.model_dump(exclude_unset=True) for e in v] if isinstance(v, list) else v
+                for name, v in values.items() if v is not None}
+
+    kind = item.type
+    if kind == "function_call":
+        return item.call_id, item.name, item.arguments
+    if kind == "custom_tool_call":
+        return item.call_id, item.name, item.input
+    if kind in ("local_shell_call", "shell_call", "apply_patch_call"):
+        field = "operation" if kind == "apply_patch_call" else "action"
+        return item.call_id, kind.removesuffix("_call"), fields(field)[field]
+    if kind == "computer_call":
+        return item.call_id, "computer", fields("action", "actions", "pending_safety_checks")
+    if kind == "mcp_approval_request":
+        return item.id, "mcp_approval", fields("server_label", "name", "arguments")
+    return None
 
 
 _REQUEST = [{"role": "user", "content": "hi"}]

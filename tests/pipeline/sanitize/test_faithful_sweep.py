@@ -198,7 +198,9 @@ def test_the_counts_docs_keep_your_client_claims_are_the_sweeps(
                      in_band=raised and forwarded is True)
     rows = {folder: [str(c["streams"]), str(c["agree"]), f"{c['http']} / {c['in_band']}", str(c["limit"])]
             for folder, c in counts.items()}
-    assert _table(DOCS / "keep-your-client.md") == rows
+    shown = _table(DOCS / "keep-your-client.md")
+    assert {folder: cells for folder, cells in shown.items() if folder != "gemini-peers"} == rows  # and Gemini's row:
+    # test_gemini_sdk_sweep.py
 
 
 def test_where_the_plain_sdk_reads_as_the_library_does_the_transport_changes_nothing_it_returns(
