@@ -4,22 +4,23 @@ then the proxy's goals (issue 34) with PASS / MISS.
 
     python -m benchmarks.proxy [--warmup 50] [--first-runs 200] [--runs 20] [--events 50] [--drip-ms 2]
                                [--concurrent 100] [--concurrent-runs 4] [--big 20000] [--big-event 5000] [--rounds 5]
+                               [--loop auto|asyncio|uvloop]
 
 The emulator runs in a child process (``_emulator_proc``), the proxy in another (``python -m pipeline.cli proxy``),
 the client here, each with its own interpreter. First event: after ``--warmup`` requests per path (not counted),
-``--first-runs`` requests per path, paths in turn, for a stream of 3 text events one every ``--drip-ms``; the time
-from sending the request to the first text event, p50 and p99 per path; a path's added delay is its percentile minus
-direct's. Latency: a generated stream of ``--events`` text deltas, one every ``--drip-ms`` (the emulator's
-``replay`` profile); for each text event k the client notes when it arrived, counted from the moment the request was
-sent, minus k x drip (its place in the schedule): the event's lateness. Printed as p50 and p99 over every event of
-every run, per path, at 1 stream and at 100 concurrent streams; the added latency of a path is its percentile minus
-the direct one. Throughput: one stream of ``--big`` text deltas with no pause, read to its end: events per second on
-each path and the ratio to direct. CPU per event: in each of ``--rounds`` interleaved rounds of the throughput
-stream, this process's CPU time (the client, plus the transport on that path) and the proxy child's CPU time (per
-thread, in nanoseconds where Linux gives it), divided by the events; the added CPU of a path is its median minus
-direct's, plus the proxy's own. The same once more for a stream of ``--big-event`` deltas written one event per
-write (so mostly read one per read, as live streams come). The repairer alone (``ChatRepair`` fed the stream in
-one-event reads, as the latency runs deliver it) is timed the same way.
+``--first-runs`` requests per path, paths in turn (the order turned by one each run), for a stream of 3 text events
+one every ``--drip-ms``; the time from sending the request to the first text event, p50 and p99 per path; a path's
+added delay is its percentile minus direct's. Latency: a generated stream of ``--events`` text deltas, one every
+``--drip-ms`` (the emulator's ``replay`` profile); for each text event k the client notes when it arrived, counted
+from the moment the request was sent, minus k x drip (its place in the schedule): the event's lateness. Printed as
+p50 and p99 over every event of every run, per path, at 1 stream and at 100 concurrent streams; the added latency of
+a path is its percentile minus the direct one. Throughput: one stream of ``--big`` text deltas with no pause, read
+to its end: events per second on each path and the ratio to direct. CPU per event: in each of ``--rounds``
+interleaved rounds of the throughput stream, this process's CPU time (the client, plus the transport on that path)
+and the proxy child's CPU time (per thread, in nanoseconds where Linux gives it), divided by the events; the added
+CPU of a path is its median minus direct's, plus the proxy's own. The same once more for a stream of ``--big-event``
+deltas written one event per write (so mostly read one per read, as live streams come). The repairer alone
+(``ChatRepair`` fed the stream in one-event reads, as the latency runs deliver it) is timed the same way.
 
 Goals (``GOALS``): the proxy's added first-event delay at p50 <= 1 ms; its added CPU per event forwarded <= 1 us
 (the throughput stream); its p99 lateness at ``--concurrent`` streams <= 2x direct's. Every stream is checked: a path
@@ -84,10 +85,10 @@ def _thread_cpu_s(pid: int) -> float | None:
 class ProxyProcess:
     """``llm-stream proxy --upstream URL --port 0`` as a child; ``base_url`` from its first line."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, loop: str = "auto") -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", upstream, "--port", "0",
+            [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", upstream, "--port", "0", "--loop", loop,
              "--forward-headers", "x-emulator-*"],  # the emulator's knobs are headers, off the proxy's allow-list
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,  # the access log: one line per request
@@ -137,12 +138,18 @@ ClientFactory = Callable[[], httpx.AsyncClient]
 async def _latency(
     paths: dict[str, tuple[ClientFactory, str]], headers: dict[str, str], runs: int, streams: int
 ) -> dict[str, list[list[float]]]:
-    """Every path in turn within each run (so they share the machine's conditions), after one warm-up round each."""
+    """Every path in turn within each run (so they share the machine's conditions), after one warm-up round each.
+    The order turns by one each run, so that every path follows every other as often: a request right after one
+    that closed its connection to the emulator finds the emulator still tearing that connection down (+0.1 to
+    +0.2 ms on its first event, measured with two identical proxies in turn), and a fixed order charged that to
+    one path (the proxy, after the transport's)."""
     out: dict[str, list[list[float]]] = {name: [] for name in paths}
     clients = {name: (make(), url) for name, (make, url) in paths.items()}
+    names = list(clients)
     try:
         for run in range(runs + 1):
-            for name, (client, url) in clients.items():
+            for name in names[run % len(names):] + names[:run % len(names)]:
+                client, url = clients[name]
                 batch = await asyncio.gather(*(_offsets(client, url, headers) for _ in range(streams)))
                 if run:
                     out[name].extend(batch)
@@ -247,7 +254,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         head = small.read_bytes().split(b"\n\n", 1)[0] + b"\n\n"
         assert len(head) == EVENT_BYTES, len(head)
         with EmulatorProcess(Path(tmp)) as emulator:
-            proxy = ProxyProcess(emulator.base_url)
+            proxy = ProxyProcess(emulator.base_url, args.loop)
             try:
                 paths = _clients(emulator.base_url, proxy.base_url)
                 replay = {
@@ -290,6 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--big-event", type=int, default=5000,
                         help="text events of the stream written one event per write (default 5000)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved throughput rounds (default 5)")
+    parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
+                        help="the proxy's event loop (its --loop; default auto: uvloop where installed)")
     args = parser.parse_args(argv)
     report = measure(args)
     print_report(report, args)

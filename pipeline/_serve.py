@@ -141,7 +141,9 @@ class BackgroundServer:
 
     def _run(self, server: uvicorn.Server, sock: socket.socket) -> None:
         try:
-            asyncio.run(self._serve(server, sock))
+            factory = getattr(server.config, "get_loop_factory", None)  # uvicorn 0.36 and later: uvloop, as served
+            with asyncio.Runner(loop_factory=factory() if factory else None) as runner:
+                runner.run(self._serve(server, sock))
         except BaseException as error:  # recorded for start(); uvicorn exits with SystemExit on startup errors
             self._error = error
         finally:

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.server]  # tests/tiers.py: an emulat
 
 def test_every_pass_runs_and_the_goals_are_judged(capsys: pytest.CaptureFixture[str]) -> None:
     args = argparse.Namespace(warmup=1, first_runs=3, runs=1, events=5, drip_ms=1.0, concurrent=3, concurrent_runs=1,
-                              big=300, big_event=50, rounds=1)
+                              big=300, big_event=50, rounds=1, loop="auto")
     report = proxy.measure(args)
     assert set(report["first_event"]) == {"direct", "transport", "proxy"}
     assert all(p50 > 0 for p50, _ in report["first_event"].values())

@@ -18,7 +18,8 @@ from ._errors import EXIT_OK, CliError, check_http_url, extra_missing, listen_er
 
 __all__ = ["add_parser"]
 
-_CHOICES = {"mode": ("stream", "buffered"), "log_format": ("text", "json", "off")}
+_CHOICES = {"mode": ("stream", "buffered"), "log_format": ("text", "json", "off"),
+            "loop": ("auto", "asyncio", "uvloop")}
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,9 +20,10 @@ from operators import Limits, RetryPolicy
 
 from ..sanitize import Mode
 
-__all__ = ["LogFormat", "ProxyConfig", "is_loopback"]
+__all__ = ["EventLoop", "LogFormat", "ProxyConfig", "is_loopback"]
 
 LogFormat: TypeAlias = Literal["text", "json", "off"]
+EventLoop: TypeAlias = Literal["auto", "asyncio", "uvloop"]
 MiB = 1024 * 1024
 
 
@@ -203,6 +204,9 @@ class ProxyConfig:
                                "anyway (default 256 MiB)")
     grace_period: float = _seconds(25.0, "seconds streams in flight may take to finish after SIGTERM before they are "
                                    "cut (default 25)")
+    loop: EventLoop = _setting(str, "the event loop: auto (uvloop where installed, as the proxy extra installs it on "
+                               "Linux and macOS; else asyncio), asyncio, or uvloop (default auto)", default="auto",
+                               validator=_one_of("auto", "asyncio", "uvloop"))
     log_format: LogFormat = _setting(str, "the access log on stderr, one line per request: text (default), json, or "
                                      "off", default="text", validator=_one_of("text", "json", "off"))
     client_key_env: str | None = _setting(str, "an environment variable holding the keys clients must present "

@@ -144,12 +144,14 @@ class Forwarder:
         parts: list[bytes] = []
         size = 0
         while True:
-            wait = min(self.config.client_idle_timeout, max(0.0, deadline - time.monotonic()))
+            remaining = max(0.0, deadline - time.monotonic())
+            # which bound this wait has, decided now: uvloop's timers run on libuv's clock and can fire a little
+            # before time.monotonic() reaches a deadline taken from it
+            late = remaining <= self.config.client_idle_timeout
             try:
-                async with asyncio.timeout(wait):  # not wait_for: no task per read
+                async with asyncio.timeout(min(self.config.client_idle_timeout, remaining)):  # no task per read
                     message = await receive()
             except TimeoutError:
-                late = time.monotonic() >= deadline
                 raise Refused(408, Code.TIMEOUT, f"the client did not send its request body within "
                               f"{self.config.body_timeout:g} s (--body-timeout)" if late else
                               "the client stopped sending its request body", reason="body_timeout") from None

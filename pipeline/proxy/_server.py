@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib.util
 import logging
 import signal
 import socket
@@ -70,6 +71,12 @@ class _Cut(logging.Filter):
 _cut_filter = _Cut()
 
 
+def _check_loop(config: ProxyConfig) -> None:
+    if config.loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise ValueError("loop uvloop: uvloop is not installed (pip install 'llm-stream-pipeline[proxy]' installs it "
+                         "on Linux and macOS); or --loop auto, which takes asyncio where uvloop is missing")
+
+
 class _ProxyServer(uvicorn.Server):
     """Deadlines for clients; on shutdown, ``/ready`` says so, requests in flight get the grace period, and the
     upstream's connections are closed."""
@@ -81,6 +88,7 @@ class _ProxyServer(uvicorn.Server):
             timeout_keep_alive=config.client_idle_timeout,
             timeout_graceful_shutdown=config.grace_period + CUT_MARGIN,  # the proxy cuts first (``shutdown``)
             proxy_headers=False,  # the app never reads the client's address: no X-Forwarded-For rewrite per request
+            loop=config.loop,  # uvicorn's names; "auto" is uvloop where installed (decision 0073, "The event loop")
         ))
         self.app = app
         logging.getLogger("uvicorn.error").addFilter(_cut_filter)
@@ -119,6 +127,7 @@ class Proxy(BackgroundServer):
         else:
             options.setdefault("port", 0)
             config = ProxyConfig(upstream=upstream, **options)
+        _check_loop(config)
         super().__init__(config.host, config.port)
         self.config = config
         self.app = create_proxy_app(config)
@@ -148,6 +157,7 @@ def run_proxy(upstream: str | ProxyConfig, **options: Any) -> None:
     """Serve the proxy in the foreground until Ctrl-C or SIGTERM (graceful: requests in flight get the grace
     period, then it returns); ``OSError`` if the port cannot be bound, ``ValueError`` for a bad setting."""
     config = upstream if isinstance(upstream, ProxyConfig) else ProxyConfig(upstream=upstream, **options)
+    _check_loop(config)
     app = create_proxy_app(config)
     sock = bind(config.host, config.port)
     _log_to_stderr(access=config.log_format != "off")

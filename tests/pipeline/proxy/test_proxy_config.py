@@ -96,7 +96,8 @@ def test_the_proxy_extra_is_what_the_proxy_imports_and_names_no_emulator() -> No
     pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["proxy"]
     names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extra}
-    assert names == {"uvicorn", "httptools", "h11", "prometheus-client"}
+    assert names == {"uvicorn", "httptools", "h11", "prometheus-client", "uvloop"}  # uvloop: imported by uvicorn
+    assert all("sys_platform != 'win32'" in r for r in extra if r.startswith("uvloop"))  # it builds nowhere else
     code = ("import sys; import pipeline.proxy as s; s.Proxy, s.run_proxy, s.create_proxy_app; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'httptools', "
             "'h11', 'prometheus_client'}))")

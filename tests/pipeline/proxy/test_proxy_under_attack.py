@@ -6,6 +6,7 @@ answered beside 150 slow streams, the total deadline holds, hop-by-hop headers (
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import socket
@@ -200,7 +201,11 @@ def test_a_100_mb_body_gets_413_without_the_proxy_growing_past_300_mib(gateway: 
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sets the child's file limit with setrlimit")
-def test_out_of_file_descriptors_is_a_line_not_a_traceback_flood_and_the_proxy_recovers(gateway: Gateway) -> None:
+@pytest.mark.parametrize("loop", ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(
+    importlib.util.find_spec("uvloop") is None, reason="uvloop not installed"))])
+def test_out_of_file_descriptors_is_a_line_not_a_traceback_flood_and_the_proxy_recovers(
+    gateway: Gateway, loop: str
+) -> None:
     import resource
 
     def few_descriptors() -> None:
@@ -208,7 +213,7 @@ def test_out_of_file_descriptors_is_a_line_not_a_traceback_flood_and_the_proxy_r
 
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "proxy", "--upstream", gateway.base_url, "--port", "0",
-         "--header-timeout", "2", "--log-format", "off"],
+         "--header-timeout", "2", "--log-format", "off", "--loop", loop],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=few_descriptors,
     )
     try:
@@ -232,4 +237,5 @@ def test_out_of_file_descriptors_is_a_line_not_a_traceback_flood_and_the_proxy_r
         _, stderr = process.communicate(timeout=30)
     assert "Traceback" not in stderr
     assert len(stderr) < 2000, stderr[:2000]
-    assert "out of resources" in stderr
+    if loop == "asyncio":  # libuv takes and closes what it cannot accept itself and tells uvloop nothing: no line
+        assert "out of resources" in stderr
