@@ -44,7 +44,8 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.buffer: list[bytes] = []  # the reads not yet taken, as they came: one read is taken without a copy
+        self._buffered = 0
         self.ended = False
         self.error: BaseException | None = None
         self.idle_since = 0.0
@@ -58,8 +59,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if len(self.buffer) > READ_AHEAD and self._reading and self.transport is not None:
+        self.buffer.append(data)
+        self._buffered += len(data)
+        if self._buffered > READ_AHEAD and self._reading and self.transport is not None:
             self._reading = False
             self.transport.pause_reading()
         self._wake()
@@ -88,8 +90,10 @@ class _Connection(asyncio.Protocol):
             self._waiter.set_result(None)
 
     def take(self) -> bytes:
-        data = bytes(self.buffer)
-        self.buffer.clear()
+        buffer = self.buffer
+        data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
+        buffer.clear()
+        self._buffered = 0
         if not self._reading and self.transport is not None and not self.ended:
             self._reading = True
             self.transport.resume_reading()

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipeline.proxy._upstream import Upstream
+from pipeline.proxy._upstream import READ_AHEAD, Upstream, _Body
 
 pytestmark = pytest.mark.server
 
@@ -239,3 +239,30 @@ async def test_tls_upstreams_are_verified_and_kept_alive(tmp_path: Path) -> None
         async with httpx.AsyncClient(transport=Upstream()) as client:  # the default trust: not this certificate
             with pytest.raises(httpx.ConnectError):
                 await _get(client, url)
+
+
+async def test_a_body_read_slowly_holds_at_most_the_read_ahead_and_arrives_whole() -> None:
+    # the upstream writes 8 MiB as fast as it can, the reader takes a piece every few milliseconds: the connection
+    # stops reading past READ_AHEAD (decision 0014: memory bounded whatever the upstream sends), then resumes
+    size, block = 8 * 1024 * 1024, b"x" * 65536
+    answer = _writes(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size, *[block] * (size // len(block)))
+    held: list[int] = []
+    upstream = Upstream()
+    async with _server(answer) as (url, _):
+        request = httpx.Request("POST", url + "/v1/chat/completions", content=b"{}")
+        response = await upstream.handle_async_request(request)
+        body = response.stream
+        assert isinstance(body, _Body)
+        connection = body._conn
+        received = 0
+        try:
+            async for piece in body:
+                received += len(piece)
+                await asyncio.sleep(0.002)
+                held.append(connection._buffered)
+        finally:
+            await response.aclose()
+            await upstream.aclose()
+    assert received == size
+    assert max(held) <= READ_AHEAD + 256 * 1024  # one read past the bound at most (a read is up to 256 KiB)
+    assert max(held) > 0  # the upstream did get ahead of the reader: the bound was exercised
