@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from ._framing import Decoder, decoder_for
-from ._wire import Head, LocalError, RemoteError, read_head, request_bytes
+from ._wire import Head, LocalError, RemoteError, keeps_alive, read_head, request_bytes
 
 __all__ = ["IDLE_PER_ORIGIN", "KEEPALIVE_S", "READ_AHEAD", "Upstream"]
 
@@ -208,7 +208,7 @@ class Upstream(httpx.AsyncBaseTransport):
             raise
         decoder = decoder_for(request.method.encode("ascii"), response)
         reusable = (response.http_version == b"1.1" and request.method != "CONNECT" and not decoder.to_close
-                    and _keeps_alive(request.headers.raw) and _keeps_alive(response.lowered))
+                    and keeps_alive(request.headers.raw) and keeps_alive(response.lowered))
         stream = _Body(self, origin, conn, decoder, first, timeouts.get("read"), request, reusable)
         return httpx.Response(response.status_code, headers=response.headers, stream=stream,
                               extensions={"http_version": b"HTTP/" + response.http_version,
@@ -228,10 +228,6 @@ class Upstream(httpx.AsyncBaseTransport):
             conn.close()
         self._busy.clear()
         self._idle.clear()
-
-
-def _keeps_alive(headers: Any) -> bool:
-    return not any(name.lower() == b"connection" and b"close" in value.lower() for name, value in headers)
 
 
 async def _head(conn: _Connection, timeout: float | None, request: httpx.Request) -> tuple[Head, bytes]:

@@ -21,7 +21,7 @@ from h11._abnf import field_name, field_value, header_field, method, request_tar
 
 from operators import LlmStreamError
 
-__all__ = ["MAX_HEAD", "Head", "LocalError", "RemoteError", "read_head", "request_bytes"]
+__all__ = ["MAX_HEAD", "Head", "LocalError", "RemoteError", "keeps_alive", "read_head", "request_bytes"]
 
 MAX_HEAD = 100 * 1024
 """Bytes a response head may take (httpcore's bound)."""
@@ -110,6 +110,11 @@ def request_bytes(verb: bytes, target: bytes, headers: Iterable[tuple[bytes, byt
     if size != int(framing.get(b"content-length", b"0")):
         raise LocalError("the request body's size is not its Content-Length")
     return b"".join(out + body)
+
+
+def keeps_alive(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a message's headers leave its connection open (no ``Connection: close``)."""
+    return not any(name.lower() == b"connection" and b"close" in value.lower() for name, value in headers)
 
 
 def read_head(buffer: bytes) -> tuple[Head | None, int]:
