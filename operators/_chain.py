@@ -51,8 +51,8 @@ def default_rules(limits: Limits | None = None) -> list[Rule]:
 class Chain:
     """One subscription's stages, the general path over them, and the fast path's entry (``hot``): a ``FastChain``."""
 
-    __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "hot", "hot_reads", "out",
-                 "parser", "shape", "subject")
+    __slots__ = ("accumulate", "classify", "close", "coalesce", "ended", "format_parser", "generals", "hot",
+                 "hot_reads", "out", "parser", "shape", "subject")
 
     def __init__(self, format: Format | None, limits: Limits, hot_reads: Mapping[type, HotRead], *,
                  comments: bool = False) -> None:
@@ -73,6 +73,7 @@ class Chain:
         self.format_parser: SseFraming | None = None
         self.hot: HotRead | None = None
         self.shape: Any = None  # what a format's fast path keeps between its reads; any general read forgets it
+        self.generals = 0  # reads given to the general path: a hot read that gave none made delta chunks only
         self.subject: Subject[bytes] = Subject()
         observable: Observable[Any] = stage_operator(lambda: self.parser, accepts=_BYTES)(self.subject)
         for stage in stages:
@@ -93,6 +94,7 @@ class Chain:
     def general(self, piece: Any) -> None:
         """One read through the stage operators, as the rule chain runs it (the fast path's ``shape`` forgotten)."""
         self.shape = None
+        self.generals += 1
         self.subject.on_next(piece)
         if self.hot is None:
             self._resolve()

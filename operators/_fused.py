@@ -112,11 +112,13 @@ class FusedChain(Observable[Batch[Signal]]):
 
         return Observable(subscribe)
 
-    def send_chunks(self, keep: tuple[type, ...], ends: ChunkEnds, send: Callable[[Any], None]) -> None:
+    def send_chunks(self, keep: tuple[type, ...], ends: ChunkEnds, send: Callable[[Any], None],
+                    send_all: Callable[[list[Any]], object] | None = None) -> None:
         """``chunks(keep, ends)`` with no Observable after it: each chunk to ``send`` (``pipeline.collect``'s
-        ``list.append``, for a source that runs within its subscription). An error ``ends`` does not handle is
-        raised, as subscribing with no ``on_error`` raises it."""
-        self._chunks(keep, ends, send, _nothing, _raise, None)
+        ``list.append``, for a source that runs within its subscription), or a read's delta chunks all at once to
+        ``send_all`` when given (its ``list.extend``). An error ``ends`` does not handle is raised, as subscribing
+        with no ``on_error`` raises it."""
+        self._chunks(keep, ends, send, _nothing, _raise, None, send_all)
 
     def _subscribe_source(self, chain: Chain, on_next: Callable[[bytes], None], upstream: SingleAssignmentDisposable,
                           end: Callable[[], None], scheduler: abc.SchedulerBase | None) -> SingleAssignmentDisposable:
@@ -194,10 +196,15 @@ class FusedChain(Observable[Batch[Signal]]):
 
     def _chunks(self, keep: tuple[type, ...], ends: ChunkEnds, send: Callable[[Any], None],
                 completed: Callable[[], None], errored: Callable[[Exception], None],
-                scheduler: abc.SchedulerBase | None) -> abc.DisposableBase:
+                scheduler: abc.SchedulerBase | None,
+                send_all: Callable[[list[Any]], object] | None = None) -> abc.DisposableBase:
         chain = Chain(self.format, self.limits, HOT_READS, comments=self.comments)
         upstream = SingleAssignmentDisposable()
         stopped = False
+        if send_all is None:
+            def send_all(made: list[Any]) -> None:
+                for chunk in made:
+                    send(chunk)
 
         def stop(out: list[Any], handled: bool = True, error: Exception | None = None) -> None:
             nonlocal stopped
@@ -234,19 +241,27 @@ class FusedChain(Observable[Batch[Signal]]):
         def on_next(piece: bytes) -> None:
             if stopped:
                 return
+            deltas = False  # the read made delta chunks only (a fast path's, no general read): all kept, no finish
             try:
                 hot = chain.hot  # this runs once per read
                 if hot is None or type(piece) is not bytes:
                     chain.general(piece)
                 elif len(piece) > SLICE:
                     _long(chain, hot, piece)
-                elif not hot(chain, piece):
-                    chain.general(piece)
+                else:
+                    generals = chain.generals
+                    if not hot(chain, piece):
+                        chain.general(piece)
+                    else:
+                        deltas = chain.generals == generals
             except Exception as exc:  # contained as stage_operator contains a stage's: never into the producer
                 chain.ended = exc
             out = chain.out
             if out and chain.ended is False:  # the batch, as to_chunks sends it: the kept chunks, up to the finish
                 chain.out = []
+                if deltas:
+                    send_all(out)
+                    return
                 for signal in out:
                     if type(signal) in keep:
                         send(signal)

@@ -81,8 +81,8 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
         if delta is not None and delta.type == "text_delta" and event.type == "content_block_delta":
             text = delta.text
             text_index = chain.coalesce.text_index
-            block = parser.blocks.get(index) if type(index) is int and index >= 0 else None
-            if type(text) is str and text and text_index is not None and block is not None and block.kind == "text":
+            opened = parser.blocks.get(index) if type(index) is int and index >= 0 else None
+            if type(text) is str and text and text_index is not None and opened is not None and opened.kind == "text":
                 if chain.close.add_text(text_index, text) < 0:  # nothing changed: the general path reads it
                     return False
                 parser.open_bytes = 0
@@ -111,14 +111,20 @@ def messages_read(chain: FastChain, piece: bytes) -> bool:
     run: list[str] = []
     run_index = mark = start = 0
     applied = 0
+    last: Any = None  # the index of the event before, whose block is ``block`` (a read's deltas are mostly one's)
+    block: Any = None
     for event in events:
         delta = event.delta
         index = event.index
-        if event.type != "content_block_delta" or delta is None or type(index) is not int or index < 0:
+        if event.type != "content_block_delta" or delta is None:
             break
-        block = blocks.get(index)
-        if block is None:
-            break
+        if index != last:
+            if type(index) is not int or index < 0:
+                break
+            block = blocks.get(index)
+            if block is None:
+                break
+            last = index
         kind = delta.type
         if kind == "text_delta" and block.kind == "text":
             text = delta.text

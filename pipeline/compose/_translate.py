@@ -206,7 +206,7 @@ def collect(
     batches = translate_batches(source, rules=rules, limits=limits, format=format, comments=anomalies)
     if isinstance(batches, FusedChain):  # the default chain: its chunks appended as it reads (decision 0050)
         keep = _kept(anomalies)
-        batches.send_chunks(keep, _ToChunks(keep), out.append)
+        batches.send_chunks(keep, _ToChunks(keep), out.append, out.extend)
     else:
         to_chunks(anomalies=anomalies)(batches).subscribe(on_next=out.append)
     return out

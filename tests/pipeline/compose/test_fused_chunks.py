@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 import reactivex
-from corpus import MESSAGES_STREAMS, REAL_STREAMS, RESPONSES_STREAMS
+from corpus import (
+    CLIENT_CALL_STREAMS,
+    GEMINI_PEER_STREAMS,
+    MESSAGES_STREAMS,
+    PEER_FORMAT_STREAMS,
+    PEER_STREAMS,
+    REAL_STREAMS,
+    RESPONSES_STREAMS,
+)
 from reactivex import operators as ops
 
 import pipeline
 from operators import Chunk, Code, Failure, Rule
 from operators.extend import FusedChain, StreamFailure, default_chain
+from scripts.fuzz_fast_path import event_reads
 
 STREAMS = sorted(path for folder in (REAL_STREAMS, MESSAGES_STREAMS, RESPONSES_STREAMS)
                  for path in folder.rglob("*.sse"))[::9]
@@ -46,6 +55,23 @@ def test_the_fused_chunks_are_to_chunks_over_the_batches(path: Any) -> None:
         for anomalies in (False, True):
             pieces = cut(data, size)
             assert run(pieces, fused=True, anomalies=anomalies) == run(pieces, fused=False, anomalies=anomalies)
+
+
+EVERY_STREAM = sorted(path for folder in (REAL_STREAMS, PEER_STREAMS, MESSAGES_STREAMS, RESPONSES_STREAMS,
+                                         PEER_FORMAT_STREAMS, GEMINI_PEER_STREAMS, CLIENT_CALL_STREAMS)
+                      for path in folder.rglob("*.sse"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", EVERY_STREAM, ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_collect_without_anomalies_keeps_exactly_the_rule_chains_chunks(path: Any) -> None:
+    """``collect`` hands a read the fast path took whole to ``list.extend`` unfiltered (its delta chunks only): it
+    must keep exactly what the rule chain's ``to_chunks`` keeps, no anomaly and nothing after the finish."""
+    data = path.read_bytes()
+    for pieces in (cut(data, 64), cut(data, 4096), event_reads(data)):
+        fast = pipeline.collect(pieces)
+        general = pipeline.collect(pieces, rules=pipeline.protocol_rules())
+        assert fast == general
 
 
 def failing(pieces: list[bytes], error: Exception) -> Iterator[bytes]:
