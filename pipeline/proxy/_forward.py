@@ -26,7 +26,7 @@ from operators import Code, Failure, LlmStreamError
 from ..sanitize import OBSERVER_EXTENSION
 from ._asgi import HANG_UP, Receive, Refused, Scope, Send, error_response
 from ._config import ProxyConfig
-from ._headers import Keys, OutsideBase, UpstreamUrls, api_relative, forwarded_headers, upstream_path
+from ._headers import Keys, OutsideBase, UpstreamUrls, api_relative, forwarded_headers, upstream_path, upstream_request
 from ._log import Report
 from ._metrics import TooDeep, Tracing, model_of
 from ._relay import UpstreamCut, relay
@@ -35,8 +35,8 @@ from ._scrub import Scrubber, scrub_headers
 __all__ = ["HANG_UP", "Forwarder", "Receive", "Refused", "Scope", "Send", "error_response"]
 
 _RESPONSE_DROPPED = frozenset({
-    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
-    "content-length",
+    b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te", b"trailer", b"upgrade",
+    b"content-length",
 })
 
 
@@ -100,6 +100,9 @@ class Forwarder:
         except httpx.InvalidURL:
             raise Refused(400, Code.INVALID_REQUEST, "the request target is not a URL path and query",
                           reason="path") from None
+        relative_path = path[len(self.base.path.rstrip("/")) + 1:]
+        out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers,
+                                        relative=relative_path)  # while the body may still be on its way
         deadline = time.monotonic() + self.config.total_timeout
         try:  # the body before a slot: a client dripping its body holds no slot (and /ready stays up)
             body = await self._body(receive, headers, min(deadline, time.monotonic() + self.config.body_timeout))
@@ -116,20 +119,17 @@ class Forwarder:
         self.in_flight += 1
         self.on_in_flight(self.in_flight)
         try:
-            await self._forward(scope, receive, send, report, path, url, headers, body, deadline)
+            await self._forward(scope, receive, send, report, relative_path, url, out_headers, body, deadline)
         finally:
             self.in_flight -= 1
             self.on_in_flight(self.in_flight)
 
-    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, path: str, url: httpx.URL,
-                       headers: list[tuple[bytes, bytes]], body: bytes, deadline: float) -> None:
-        relative = path[len(self.base.path.rstrip("/")) + 1:]
-        out_headers = forwarded_headers(headers, keys=self.keys, extra=self.config.forward_headers, relative=relative)
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, report: Report, relative: str,
+                       url: httpx.URL, out_headers: list[tuple[str, str]], body: bytes, deadline: float) -> None:
         span = self.tracing.start(scope["method"], relative, body, out_headers)
         as_sent = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers]  # httpx's str is ASCII only
-        request = httpx.Request(scope["method"], url, headers=as_sent,
-                                content=body, extensions={"timeout": self.config.timeouts(),
-                                                          OBSERVER_EXTENSION: report.observe})
+        request = upstream_request(scope["method"], url, as_sent, body,
+                                   {"timeout": self.config.timeouts(), OBSERVER_EXTENSION: report.observe})
         try:
             await self._exchange(scope, request, receive, send, report, deadline)
         finally:
@@ -224,12 +224,14 @@ class Forwarder:
         report.ttfb_s = time.perf_counter() - sent_at
         report.upstream_status = report.status = response.status_code
         try:
-            named = {t.strip().lower() for t in response.headers.get("connection", "").split(",")}
+            raw = response.headers.raw
+            named = {token.strip().lower() for name, value in raw if name.lower() == b"connection"
+                     for token in value.split(b",")}
             scrub = _scrubber(self.keys.upstream, response)  # the upstream key never reaches the client
             if scrub is not None:
-                named.add("content-encoding")  # the body is scrubbed decoded
-            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.multi_items()
-                       if k.lower() not in _RESPONSE_DROPPED and k.lower() not in named]
+                named.add(b"content-encoding")  # the body is scrubbed decoded
+            headers = [(name.lower(), value) for name, value in raw  # the values as sent, the names lowered
+                       if name.lower() not in _RESPONSE_DROPPED and name.lower() not in named]
             if scrub is not None:
                 headers = scrub_headers(headers, scrub.key)
             progress.started = report.responded = True  # from here on, a failure can only cut the response

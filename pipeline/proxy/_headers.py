@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import quote, unquote
 
 import attrs
@@ -44,6 +45,7 @@ __all__ = [
     "bearer",
     "forwarded_headers",
     "upstream_path",
+    "upstream_request",
 ]
 
 _ALWAYS = frozenset({
@@ -203,3 +205,20 @@ class UpstreamUrls:
                     self._urls.clear()
                 self._urls[target] = url
         return url
+
+
+def upstream_request(method: str, url: httpx.URL, headers: list[tuple[bytes, bytes]], body: bytes,
+                     extensions: dict[str, Any]) -> httpx.Request:
+    """``httpx.Request(method, url, headers=headers, content=body, extensions=extensions)`` for ``headers`` without
+    ``Host`` and ``Content-Length`` (``forwarded_headers`` drops both): the same request, headers in the same order
+    (``Host`` first, ``Content-Length`` where httpx puts it), its headers normalized once instead of twice."""
+    host = (b"Host", url.netloc)
+    if body:
+        raw = [host, *headers, (b"Content-Length", str(len(body)).encode("ascii"))]
+    elif method.upper() in ("POST", "PUT", "PATCH"):
+        raw = [host, (b"Content-Length", b"0"), *headers]
+    else:
+        raw = [host, *headers]
+    request = httpx.Request(method, url, headers=raw, stream=httpx.ByteStream(body), extensions=extensions)
+    request.read()  # its content, as ``content=`` reads it
+    return request

@@ -44,6 +44,9 @@ ANSWERS: dict[str, tuple[int, str, bytes]] = {
 }
 
 
+NOTE = "café €".encode()
+
+
 class _Upstream(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     seen: list[str]
@@ -54,6 +57,8 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         self.seen.append(model)
         status, kind, body = ANSWERS.get(model, (200, "application/json", b'{"ok":true}'))
         self.send_response(status)
+        if model == "utf8-header":  # http.server writes a value as latin-1: these are the UTF-8 bytes of "café €"
+            self.send_header("x-note", NOTE.decode("latin-1"))
         self.send_header("content-type", kind)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -150,3 +155,16 @@ def test_the_proxys_own_refusal_comes_in_the_error_shape_of_the_api_the_path_bel
     assert set(answer) == set(shape)
     assert {key: answer["error"][key] for key in shape["error"]} == shape["error"]
     assert answer["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_an_upstream_header_value_that_is_not_ascii_reaches_the_client_byte_for_byte(
+    upstream: tuple[str, list[str]], records: list[logging.LogRecord]
+) -> None:
+    """The response's headers go to the client as the upstream sent their values (the names lower-cased): a UTF-8
+    value was decoded and written back as latin-1 (a 502 for a character past U+00FF)."""
+    with Proxy(upstream[0]) as proxy:
+        response = httpx.post(f"{proxy.base_url}/chat/completions", timeout=30,
+                              json={"model": "utf8-header", "stream": False, "messages": []})
+    assert response.status_code == 200, response.text[:300]
+    assert (b"x-note", NOTE) in [(name.lower(), value) for name, value in response.headers.raw]
+    _no_traceback(records)

@@ -1,14 +1,17 @@
 """The proxy's requests upstream and its reading of their responses' heads (``pipeline/proxy/_wire.py``, decision
 0073) agree with h11, which did both before: the same request bytes, the same refusals; the same heads read (status,
-reason, version, headers, what follows), the same heads refused."""
+reason, version, headers, what follows), the same heads refused. The ``httpx.Request`` the proxy makes is httpx's
+own from the same content."""
 
 from __future__ import annotations
 
 import h11
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.proxy._headers import upstream_request
 from pipeline.proxy._wire import MAX_HEAD, LocalError, RemoteError, read_head, request_bytes
 
 _NAMES = st.sampled_from([b"Host", b"host", b"Content-Type", b"X-Api-Key", b"content-length", b"Transfer-Encoding",
@@ -94,3 +97,25 @@ def test_a_response_head_is_read_and_refused_as_h11_reads_and_refuses_it(lines: 
 @pytest.mark.parametrize("wire", [b"HTTP/1.1 200 OK\r\nx: " + b"a" * MAX_HEAD, b"HTTP/1.1 200 OK\r\n" * 9000])
 def test_a_head_past_its_bound_is_refused(wire: bytes) -> None:
     assert _ours(wire) == "refused"
+
+
+_FORWARDED = st.lists(st.tuples(st.sampled_from([b"content-type", b"accept", b"x-api-key", b"user-agent", b"x-Mixed"]),
+                                st.sampled_from([b"application/json", b"*/*", b"k" * 9, b"caf\xc3\xa9", b""])),
+                      max_size=4)
+
+
+@given(method=st.sampled_from(["POST", "GET", "PUT", "PATCH", "DELETE", "post"]),
+       url=st.sampled_from(["http://127.0.0.1:8080/v1/chat/completions", "https://api.example/v1/x?y=1",
+                            "http://[::1]:9/v1/m"]),
+       headers=_FORWARDED, body=st.sampled_from([b"", b"{}", b'{"model":"m","stream":true}', b"\xff\x00"]))
+def test_the_upstream_request_is_the_one_httpx_builds_from_the_same_content(
+        method: str, url: str, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """``upstream_request`` builds its headers once; the request is httpx's own ``content=`` request: the same
+    headers in the same order (Host first, Content-Length where httpx puts it), body, method, URL and extensions."""
+    extensions = {"timeout": {"read": 1.0}}
+    expected = httpx.Request(method, httpx.URL(url), headers=headers, content=body, extensions=extensions)
+    made = upstream_request(method, httpx.URL(url), headers, body, extensions)
+    assert made.headers.raw == expected.headers.raw
+    assert (made.method, made.url, made.content, made.extensions) == (
+        expected.method, expected.url, expected.content, expected.extensions)
+    assert b"".join(made.stream) == b"".join(expected.stream)  # type: ignore[arg-type]
