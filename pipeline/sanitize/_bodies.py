@@ -35,6 +35,7 @@ from ._repair import StreamRepair
 __all__ = ["DROPPED_HEADERS", "AsyncBody", "Bytes", "Deadline", "SyncBody", "relay_headers"]
 
 DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
+_DROPPED_RAW = frozenset(name.encode("ascii") for name in DROPPED_HEADERS)
 DRAIN_S = 0.02
 """Seconds a finished stream's body end may take to come before its connection is closed instead of reused."""
 DRAIN_BYTES = 65536
@@ -42,10 +43,11 @@ DRAIN_BYTES = 65536
 _CUT_CODES = frozenset({Code.STREAM_CLOSED, Code.TRANSPORT, Code.TIMEOUT})
 
 
-def relay_headers(upstream: Any) -> dict[str, str]:
+def relay_headers(upstream: Any) -> list[tuple[bytes, bytes]]:
     """The upstream's headers as the client gets them: the body is decoded and re-framed, so no length, encoding or
-    framing header; everything else as sent."""
-    return {k: v for k, v in upstream.headers.items() if k.lower() not in DROPPED_HEADERS}
+    framing header; everything else as sent, byte for byte (a repeated header stays repeated, a value that is not
+    ASCII stays as it came: decoded to ``str``, httpx would refuse to encode it back)."""
+    return [(name, value) for name, value in upstream.headers.raw if name.lower() not in _DROPPED_RAW]
 
 
 @attrs.define

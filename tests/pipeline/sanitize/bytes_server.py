@@ -4,6 +4,7 @@ tests serve a stream as it came from upstream, and as a repairer passed it on.
     with BytesServer() as server:
         server.serve(body)                       # 200 text/event-stream
         server.serve(error, status=500, content_type="application/json")
+        server.serve(body, headers=(("x-note", "café".encode()),))   # more headers, their values as bytes
         client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
 """
 
@@ -25,8 +26,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", "0")))
         self.server.requests.append(self.path)
-        status, content_type, body = self.server.bodies.popleft()
+        status, content_type, body, extra = self.server.bodies.popleft()
         self.send_response(status)
+        for name, value in extra:  # http.server writes a value as latin-1: these bytes, as given
+            self.send_header(name, value.decode("latin-1"))
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
         self.send_header("x-should-retry", "false")
@@ -42,7 +45,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.bodies: deque[tuple[int, str, bytes]] = deque()
+        self.bodies: deque[tuple[int, str, bytes, tuple[tuple[str, bytes], ...]]] = deque()
         self.requests: list[str] = []
 
 
@@ -60,8 +63,9 @@ class BytesServer:
     def requests(self) -> list[str]:
         return self._server.requests
 
-    def serve(self, body: bytes, *, status: int = 200, content_type: str = "text/event-stream") -> None:
-        self._server.bodies.append((status, content_type, body))
+    def serve(self, body: bytes, *, status: int = 200, content_type: str = "text/event-stream",
+              headers: tuple[tuple[str, bytes], ...] = ()) -> None:
+        self._server.bodies.append((status, content_type, body, headers))
 
     def __enter__(self) -> BytesServer:
         self._thread.start()
