@@ -225,13 +225,13 @@ class Forwarder:
         report.upstream_status = report.status = response.status_code
         try:
             raw = response.headers.raw
-            named = {token.strip().lower() for name, value in raw if name.lower() == b"connection"
-                     for token in value.split(b",")}
+            dropped = _RESPONSE_DROPPED.union(token.strip().lower() for name, value in raw
+                                              if name.lower() == b"connection" for token in value.split(b","))
             scrub = _scrubber(self.keys.upstream, response)  # the upstream key never reaches the client
             if scrub is not None:
-                named.add(b"content-encoding")  # the body is scrubbed decoded
-            headers = [(name.lower(), value) for name, value in raw  # the values as sent, the names lowered
-                       if name.lower() not in _RESPONSE_DROPPED and name.lower() not in named]
+                dropped |= {b"content-encoding"}  # the body is scrubbed decoded
+            headers = [(lowered, value) for name, value in raw  # the values as sent, the names lowered
+                       if (lowered := name.lower()) not in dropped]
             if scrub is not None:
                 headers = scrub_headers(headers, scrub.key)
             progress.started = report.responded = True  # from here on, a failure can only cut the response

@@ -34,8 +34,7 @@ from ._repair import StreamRepair
 
 __all__ = ["DROPPED_HEADERS", "AsyncBody", "Bytes", "Deadline", "SyncBody", "relay_headers"]
 
-DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
-_DROPPED_RAW = frozenset(name.encode("ascii") for name in DROPPED_HEADERS)
+DROPPED_HEADERS = frozenset({b"content-length", b"content-encoding", b"transfer-encoding", b"connection"})
 DRAIN_S = 0.02
 """Seconds a finished stream's body end may take to come before its connection is closed instead of reused."""
 DRAIN_BYTES = 65536
@@ -47,7 +46,7 @@ def relay_headers(upstream: Any) -> list[tuple[bytes, bytes]]:
     """The upstream's headers as the client gets them: the body is decoded and re-framed, so no length, encoding or
     framing header; everything else as sent, byte for byte (a repeated header stays repeated, a value that is not
     ASCII stays as it came: decoded to ``str``, httpx would refuse to encode it back)."""
-    return [(name, value) for name, value in upstream.headers.raw if name.lower() not in _DROPPED_RAW]
+    return [(name, value) for name, value in upstream.headers.raw if name.lower() not in DROPPED_HEADERS]
 
 
 @attrs.define

@@ -36,6 +36,17 @@ def proxy(request: pytest.FixtureRequest, gateway: Gateway) -> Iterator[Proxy]:
         yield running
 
 
+def _read(sock: socket.socket, until: bytes | None = None) -> bytes:
+    """What the proxy sends, until ``until`` has come (or, without it, until the proxy closes)."""
+    received = b""
+    while until is None or until not in received:
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        received += piece
+    return received
+
+
 def test_the_server_runs_on_the_loop_it_was_given(proxy: Proxy) -> None:
     server = proxy._server
     assert server is not None
@@ -68,12 +79,7 @@ def test_a_body_past_its_deadline_is_a_408_that_names_the_deadline(proxy: Proxy)
                 break
             time.sleep(0.25)
         sock.settimeout(5)
-        received = b""
-        while b"}}" not in received:
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            received += piece
+        received = _read(sock, until=b"}}")
     assert received.startswith(b"HTTP/1.1 408"), received[:40]
     assert b"--body-timeout" in received
 
@@ -85,12 +91,7 @@ def test_an_early_answer_is_read_whole_while_the_body_still_comes(proxy: Proxy) 
         sock.sendall(head)
         for _ in range(16):
             sock.sendall(b"x" * 256 * 1024)  # a reset here would be the defect: closed with our bytes unread
-        received = b""
-        while True:
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            received += piece
+        received = _read(sock)
     assert received.startswith(b"HTTP/1.1 413"), received[:40]
     assert b"--max-body-bytes" in received
 
